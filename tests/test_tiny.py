@@ -95,10 +95,11 @@ def test_tokenizer_save_load(tok, tmp_path):
 # ---- network --------------------------------------------------------------------------
 
 
-def _net(vocab: int = 50, rope: bool = True) -> TinyDenoiser:
+def _net(vocab: int = 50, rope: bool = True, pointer: bool = False) -> TinyDenoiser:
     torch.manual_seed(0)
     return TinyDenoiser(
-        TinyConfig(vocab_size=vocab, mask_id=1, eos_id=2, d_model=32, n_layers=2, n_heads=2, d_ff=64, rope=rope)
+        TinyConfig(vocab_size=vocab, mask_id=1, eos_id=2, sep_id=3, d_model=32, n_layers=2, n_heads=2, d_ff=64,
+                   rope=rope, pointer=pointer, segments=pointer)
     )
 
 
@@ -114,10 +115,11 @@ def test_forward_shapes_and_hf_style_logits():
     assert type(out + 1) is torch.Tensor  # arithmetic gives plain tensors
 
 
-@pytest.mark.parametrize("rope", [True, False])
-def test_left_padding_does_not_change_logits(rope):
-    net = _net(rope=rope).eval()
+@pytest.mark.parametrize("rope,pointer", [(True, False), (False, False), (True, True)])
+def test_left_padding_does_not_change_logits(rope, pointer):
+    net = _net(rope=rope, pointer=pointer).eval()
     x = torch.randint(4, 50, (1, 8))
+    x[0, 4] = 3  # [SEP]: prompt of four tokens, answer of three
     padded = torch.cat([torch.zeros(1, 3, dtype=torch.long), x], 1)
     attn = torch.cat([torch.zeros(1, 3, dtype=torch.bool), torch.ones(1, 8, dtype=torch.bool)], 1)
     a = net(x, attention_mask=torch.ones_like(x, dtype=torch.bool))
@@ -135,6 +137,26 @@ def test_rotary_attention_depends_on_relative_position_only():
         cos, sin = _rotary_tables(torch.arange(5)[None] + shift, 8)
         scores.append(_rotate(q, cos, sin) @ _rotate(k, cos, sin).transpose(-1, -2))
     assert torch.allclose(scores[0], scores[1], atol=1e-4)
+
+
+def test_answer_segment_starts_after_the_first_sep():
+    from parallelbench.models.tiny.model import answer_segment
+
+    canvas = torch.tensor([[0, 0, 7, 3, 1, 1, 3], [7, 8, 9, 9, 1, 1, 1]])
+    seg = answer_segment(canvas, sep_id=3)
+    assert seg.tolist() == [[False] * 4 + [True] * 3, [False] * 7]
+
+
+def test_pointer_output_is_a_distribution_and_copies_only_prompt_tokens():
+    net = _net(pointer=True).eval()
+    x = torch.tensor([[11, 12, 13, 3, 1, 1, 1, 1]])
+    probs = net(x).exp()
+    assert torch.allclose(probs.sum(-1), torch.ones(1, 8), atol=1e-4)
+    # Gate fully on the copy side: all of an answer position's mass is on the prompt's ids.
+    with torch.no_grad():
+        net.ptr_gate.bias.fill_(-40.0)
+    copy = net(x).exp()[0, 4:]
+    assert torch.allclose(copy[:, [11, 12, 13, 3]].sum(-1), torch.ones(4), atol=1e-4)
 
 
 def test_output_depends_on_the_prompt():

@@ -13,7 +13,7 @@ import sys
 from collections import deque
 from typing import Any, Iterable, Iterator
 
-from parallelbench.runner.units import UnitRunner, WorkUnit
+from parallelbench.runner.units import UnitRunner, UnsupportedTask, WorkUnit
 
 
 class RayUnavailable(RuntimeError):
@@ -40,9 +40,14 @@ class _Worker:
         self.runner = UnitRunner(load_model(model_spec, **options), model_spec)
         return self.runner.kind
 
-    def run(self, unit: WorkUnit) -> list[dict[str, Any]]:
+    def run(self, unit: WorkUnit) -> tuple[list[dict[str, Any]], str | None]:
+        """(rows, None), or ([], reason) when the model cannot decode the unit's task:
+        the driver then skips the task, as the local executor does."""
         assert self.runner is not None, "load a model first"
-        return self.runner.run(unit)
+        try:
+            return self.runner.run(unit), None
+        except UnsupportedTask as exc:
+            return [], exc.reason
 
 
 def _import_ray():
@@ -101,6 +106,7 @@ class RayPool:
             for _ in range(workers)
         ]
         self.kind = ""
+        self.skipped: dict[str, str] = {}  # tasks found undecodable mid-run, with the reason
 
     def load(self, model_spec: str, options: dict[str, Any]) -> "RayPool":
         """Load a model on every actor (in parallel); returns self, ready to `run`."""
@@ -109,6 +115,7 @@ class RayPool:
         except Exception as exc:  # noqa: BLE001 - the actor's load error, on one line
             raise RuntimeError(f"model {model_spec!r} failed to load on a Ray worker: {_cause(exc)}") from None
         self.kind = kinds[0]
+        self.skipped = {}
         return self
 
     def run(self, units: Iterable[WorkUnit]) -> Iterator[tuple[WorkUnit, list[dict[str, Any]]]]:
@@ -118,6 +125,8 @@ class RayPool:
         pending: dict[Any, tuple[Any, WorkUnit]] = {}
 
         def hand_out(actor) -> None:
+            while queue and queue[0].task in self.skipped:
+                queue.popleft()
             if queue:
                 unit = queue.popleft()
                 pending[actor.run.remote(unit)] = (actor, unit)
@@ -128,9 +137,11 @@ class RayPool:
             ready, _ = ray.wait(list(pending), num_returns=1)
             actor, unit = pending.pop(ready[0])
             try:
-                rows = ray.get(ready[0])
+                rows, unsupported = ray.get(ready[0])
             except Exception as exc:  # noqa: BLE001
                 raise RuntimeError(f"a Ray worker failed on {unit.config.label} / {unit.task}: {_cause(exc)}") from None
+            if unsupported is not None:
+                self.skipped.setdefault(unit.task, unsupported)
             hand_out(actor)
             yield unit, rows
 
@@ -144,6 +155,7 @@ class RayPool:
             except Exception:  # noqa: BLE001 - already gone
                 pass
         self.actors = []
+        self.skipped = {}
 
 
 def _cause(exc: BaseException) -> str:

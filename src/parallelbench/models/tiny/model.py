@@ -11,6 +11,7 @@ mask), so the engine's left padding does not shift what the model sees.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import torch
@@ -38,6 +39,13 @@ class TinyConfig:
     # the j-th item of the prompt's list share an embedding. 0 turns it off.
     list_pos: int = 0
     list_open_id: int | None = None
+    # Segment embedding: prompt (up to and including [SEP]) vs answer, so "the prompt's j-th
+    # item" and "the answer's j-th slot" are told apart without counting positions.
+    segments: bool = False
+    # Pointer-generator output (See et al., 2017): the next-token distribution mixes the
+    # vocabulary softmax with attention over the prompt's tokens, so copying a name from
+    # the prompt is one attention step instead of a learned lookup through the head.
+    pointer: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -91,6 +99,11 @@ class TinyDenoiser(nn.Module):
         self.tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos = None if cfg.rope else nn.Embedding(cfg.max_len, cfg.d_model)
         self.list_pos = nn.Embedding(cfg.list_pos + 1, cfg.d_model) if cfg.list_pos else None
+        self.segment = nn.Embedding(2, cfg.d_model) if cfg.segments else None
+        if cfg.pointer:
+            self.ptr_q = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+            self.ptr_k = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+            self.ptr_gate = nn.Linear(cfg.d_model, 1)
         self.blocks = nn.ModuleList(_Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
@@ -122,6 +135,9 @@ class TinyDenoiser(nn.Module):
         x = self.tok(canvas)
         if self.list_pos is not None:
             x = x + self.list_pos(list_positions(canvas, self.cfg.list_open_id, self.sep_id, self.cfg.list_pos))
+        in_answer = answer_segment(canvas, self.sep_id)
+        if self.segment is not None:
+            x = x + self.segment(in_answer.long())
         rot = None
         if self.pos is not None:
             x = x + self.pos(pos)
@@ -131,10 +147,31 @@ class TinyDenoiser(nn.Module):
         attn = attention_mask[:, None, None, :]
         for block in self.blocks:
             x = block(x, attn, rot)
-        return self.head(self.ln_f(x)).as_subclass(Logits)
+        h = self.ln_f(x)
+        logits = self.head(h)
+        if self.cfg.pointer:
+            logits = self._point(h, logits, canvas, attention_mask & ~in_answer)
+        return logits.as_subclass(Logits)
+
+    def _point(self, h: torch.Tensor, logits: torch.Tensor, canvas: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+        """Log of gate * softmax(logits) + (1 - gate) * (attention over prompt tokens, summed per id)."""
+        scores = self.ptr_q(h) @ self.ptr_k(h).transpose(1, 2) / math.sqrt(h.shape[-1])
+        scores = scores.masked_fill(~source[:, None, :], float("-inf"))
+        attn = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # rows with no prompt point nowhere
+        ids = canvas.clamp(0, self.cfg.vocab_size - 1)[:, None, :].expand_as(attn)
+        copy = torch.zeros_like(logits).scatter_add_(2, ids, attn)
+        gate = torch.sigmoid(self.ptr_gate(h))
+        mix = gate * torch.softmax(logits, dim=-1) + (1 - gate) * copy
+        return torch.log(mix.clamp_min(1e-12))
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+
+def answer_segment(canvas: torch.Tensor, sep_id: int) -> torch.Tensor:
+    """True on positions after the first [SEP] (the answer region)."""
+    is_sep = canvas == sep_id
+    return (is_sep.long().cumsum(1) - is_sep.long()) > 0
 
 
 def list_positions(canvas: torch.Tensor, open_id: int | None, sep_id: int, size: int) -> torch.Tensor:

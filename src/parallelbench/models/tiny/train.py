@@ -55,6 +55,8 @@ class TrainConfig:
     rope: bool = True  # rotary positions instead of a learned position table
     tie: bool = False  # share the token embedding with the output head
     list_pos: int = 64  # size of the list-position embedding (0: none); see TinyConfig
+    segments: bool = True  # prompt / answer segment embedding; see TinyConfig
+    pointer: bool = True  # pointer-generator output over the prompt; see TinyConfig
     chunk_per_task: int = 512
     checkpoint_every: int = 250
     log_every: int = 25
@@ -156,6 +158,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
     mcfg = TinyConfig(
         vocab_size=tok.vocab_size, mask_id=tok.mask_id, eos_id=tok.eos_id, pad_id=tok.pad_id,
         sep_id=tok.sep_id, rope=cfg.rope, tie=cfg.tie, list_pos=cfg.list_pos,
+        segments=cfg.segments, pointer=cfg.pointer,
         list_open_id=tok.index.get('["'),
         d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_ff=cfg.d_ff,
     )
