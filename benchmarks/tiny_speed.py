@@ -27,8 +27,8 @@ def main() -> None:
     from parallelbench.decoding import build_strategy
     from parallelbench.models.tiny import load, load_net
     from parallelbench.models.tiny.data import TrainingStream, collate, training_tasks
-    from parallelbench.models.tiny.model import TinyConfig, TinyDenoiser
-    from parallelbench.models.tiny.train import TrainConfig, masked_diffusion_loss
+    from parallelbench.models.tiny.model import TinyDenoiser
+    from parallelbench.models.tiny.train import TrainConfig, masked_diffusion_loss, model_config
     from parallelbench.tasks import get_task
 
     # The shipped run's configuration and data; batches are made before timing starts.
@@ -36,8 +36,7 @@ def main() -> None:
     cfg = TrainConfig()
     stream = TrainingStream(tok, training_tasks(), cfg.seed, cfg.batch_size, cfg.chunk_per_task)
     batches = [collate(stream.batch(s), tok.pad_id) for s in range(args.steps)]
-    net = TinyDenoiser(TinyConfig(vocab_size=tok.vocab_size, mask_id=tok.mask_id, eos_id=tok.eos_id,
-                                  d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_ff=cfg.d_ff))
+    net = TinyDenoiser(model_config(cfg, tok))
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr)
     gen = torch.Generator().manual_seed(0)
     w0, c0 = time.time(), time.process_time()

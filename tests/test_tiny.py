@@ -159,6 +159,32 @@ def test_pointer_output_is_a_distribution_and_copies_only_prompt_tokens():
     assert torch.allclose(copy[:, [11, 12, 13, 3]].sum(-1), torch.ones(4), atol=1e-4)
 
 
+def test_coverage_counts_other_unmasked_answer_tokens():
+    from parallelbench.models.tiny.model import coverage_counts, answer_segment
+
+    # prompt: 7 8 9 [SEP]; answer: 7 [MASK] 7 [EOS] 7 7 9
+    canvas = torch.tensor([[7, 8, 9, 3, 7, 1, 7, 2, 7, 7, 9]])
+    counts = coverage_counts(canvas, answer_segment(canvas, 3), hidden_ids=(1, 2, 0))
+    # prompt 7 sees four 7s in the answer (capped at 3); an answer 7 sees the three others;
+    # masked and [EOS] positions count the visible copies of their own id (none)
+    assert counts.tolist() == [[3, 0, 1, 0, 3, 0, 3, 0, 3, 3, 0]]
+
+
+def test_tokenizer_files_keep_their_splitter(tok, tmp_path):
+    from parallelbench.models.tokenizer import SPLITTER
+
+    assert tok.splitter == SPLITTER == 2
+    assert split_pieces("0412 0043", 2) == ["0", "4", "1", "2", " ", "0", "0", "4", "3"]
+    assert split_pieces("0412 0043", 1) == ["0", "4", "1", "2", " 0", "0", "4", "3"]
+    old = WordTokenizer(["[PAD]", "[MASK]", "[EOS]", "[SEP]", "0", " 0", "4"], ["0", " 0", "4"], splitter=1)
+    old.save(tmp_path / "old.json")
+    data = json.loads((tmp_path / "old.json").read_text())
+    del data["splitter"]  # a file written before splitters were recorded
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    again = WordTokenizer.load(tmp_path / "old.json")
+    assert again.splitter == 1 and again.encode("40 0") == [6, 4, 5]
+
+
 def test_output_depends_on_the_prompt():
     net = _net().eval()
     a, b = torch.randint(4, 50, (1, 12)), torch.randint(4, 50, (1, 12))

@@ -12,7 +12,7 @@ from parallelbench.models.tiny.train import TrainConfig, train
 TOY = dict(
     tasks=["waiting_line/copy", "synthetic_infill/shuffle"], steps=6, batch_size=8, d_model=32, n_layers=1,
     n_heads=2, d_ff=64, chunk_per_task=16, vocab_chunks=1, vocab_samples=32, warmup=2, checkpoint_every=2,
-    log_every=1,
+    log_every=1, threads=1,
 )
 
 

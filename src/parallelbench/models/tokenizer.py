@@ -29,7 +29,16 @@ SPECIALS = (PAD, MASK, EOS, SEP)
 
 # Order matters: list punctuation first, then words (with one leading space), single digits,
 # single symbols, and any other whitespace run.
-_PIECE = re.compile(r' ?\["|", "|"\]| ?[A-Za-z]+| ?\d| ?[^\sA-Za-z\d]|\s+')
+# Splitter 1 (the first shipped vocabulary) glued a space to a lone digit or letter, so the
+# Sudoku digit starting a row (" 4") and a Latin-square symbol in the prompt (" J") were other
+# tokens than the same digit or symbol elsewhere. Splitter 2 keeps a lone character a token
+# of its own (the space before it is a token too); words of two letters or more, names
+# included, still carry their leading space.
+_PIECES = {
+    1: re.compile(r' ?\["|", "|"\]| ?[A-Za-z]+| ?\d| ?[^\sA-Za-z\d]|\s+'),
+    2: re.compile(r' ?\["|", "|"\]| ?[A-Za-z]{2,}|[A-Za-z\d]| ?[^\sA-Za-z\d]|\s+'),
+}
+SPLITTER = 2  # what `WordTokenizer.build` uses
 _DIGIT = re.compile(r" ?\d")
 
 
@@ -37,9 +46,9 @@ class UnknownWordsError(ValueError):
     """The text holds words the tiny model was never trained on."""
 
 
-def split_pieces(text: str) -> list[str]:
+def split_pieces(text: str, splitter: int = SPLITTER) -> list[str]:
     """Cut text into word-level pieces whose concatenation is the text itself."""
-    pieces = _PIECE.findall(text)
+    pieces = _PIECES[splitter].findall(text)
     assert "".join(pieces) == text, "piece pattern must cover every character"
     return pieces
 
@@ -47,7 +56,10 @@ def split_pieces(text: str) -> list[str]:
 class WordTokenizer:
     """Word-level tokenizer with phrase tokens for instruction text; see the module docstring."""
 
-    def __init__(self, tokens: Sequence[str], data_pieces: Iterable[str]):
+    def __init__(self, tokens: Sequence[str], data_pieces: Iterable[str], splitter: int = SPLITTER):
+        if splitter not in _PIECES:
+            raise ValueError(f"unknown splitter {splitter}; this version knows {sorted(_PIECES)}")
+        self.splitter = splitter
         self.tokens = list(tokens)
         self.index = {t: i for i, t in enumerate(self.tokens)}
         if len(self.index) != len(self.tokens):
@@ -73,20 +85,20 @@ class WordTokenizer:
         pairs = list(pairs)
         data: set[str] = set(extra_pieces)
         for _, answer in pairs:
-            data.update(split_pieces(answer))
+            data.update(split_pieces(answer, SPLITTER))
         pieces: Counter[str] = Counter()
         phrases: Counter[str] = Counter()
         for prompt, answer in pairs:
-            ps = split_pieces(prompt)
+            ps = split_pieces(prompt, SPLITTER)
             pieces.update(ps)
-            pieces.update(split_pieces(answer))
+            pieces.update(split_pieces(answer, SPLITTER))
             for run, mergeable in _runs(ps, data):
                 if mergeable and len(run) > 1:
                     phrases["".join(run)] += 1
         vocab = list(SPECIALS)
         vocab += sorted(set(pieces) | data)
         vocab += sorted(p for p in phrases if p not in set(vocab))
-        return cls(vocab, data)
+        return cls(vocab, data, SPLITTER)
 
     # ---- encoding -------------------------------------------------------------------
     @property
@@ -97,7 +109,7 @@ class WordTokenizer:
         """Ids of the text (no special tokens). Raises `UnknownWordsError` on unknown words."""
         ids: list[int] = []
         unknown: list[str] = []
-        for run, mergeable in _runs(split_pieces(text), self.data_pieces):
+        for run, mergeable in _runs(split_pieces(text, self.splitter), self.data_pieces):
             phrase = "".join(run)
             if mergeable and phrase in self.index:
                 ids.append(self.index[phrase])
@@ -175,11 +187,11 @@ class WordTokenizer:
 
     # ---- persistence ----------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {"tokens": self.tokens, "data_pieces": sorted(self.data_pieces)}
+        return {"tokens": self.tokens, "data_pieces": sorted(self.data_pieces), "splitter": self.splitter}
 
     @classmethod
     def from_dict(cls, d: dict) -> "WordTokenizer":
-        return cls(d["tokens"], d["data_pieces"])
+        return cls(d["tokens"], d["data_pieces"], d.get("splitter", 1))  # files without it predate splitter 2
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=0))

@@ -30,7 +30,7 @@ def _fail(message: str) -> None:
 
 def train(
     out: Path = typer.Option(Path("runs/tiny"), "--out", help="Folder for checkpoints, log and the exported model."),
-    steps: int = typer.Option(1400, "--steps", min=1, help="Optimiser steps (the learning-rate schedule spans them)."),
+    steps: int = typer.Option(7500, "--steps", min=1, help="Optimiser steps (the learning-rate schedule spans them)."),
     minutes: Optional[float] = typer.Option(None, "--minutes", min=0.0, help="Stop after this wall time, with a checkpoint (resume later)."),
     transition: str = typer.Option("masked", "--transition", help="masked (absorbing state, MDLM/LLaDA) or uniform (SEDD-style)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the data stream, noise and initial weights."),
@@ -40,13 +40,13 @@ def train(
     d_model: int = typer.Option(128, "--d-model", min=8),
     layers: int = typer.Option(4, "--layers", min=1),
     heads: int = typer.Option(4, "--heads", min=1),
-    threads: int = typer.Option(1, "--threads", min=1, help="torch CPU threads (results are reproducible for a fixed value)."),
+    threads: int = typer.Option(2, "--threads", min=1, help="torch CPU threads (results are reproducible for a fixed value)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated task ids to train on (default: all Waiting Line, puzzle and synthetic tasks)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar (the log is always written)."),
 ) -> None:
     """Train the bundled tiny diffusion LM on the task generators' training streams.
 
-    Example: parallelbench train --out runs/tiny --steps 1400
+    Example: parallelbench train --out runs/tiny --steps 7500
 
     Same seed and steps give the same weights on the same machine; --minutes stops early
     with a checkpoint and --resume continues it. The exported model (model.pt,

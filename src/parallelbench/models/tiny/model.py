@@ -46,6 +46,11 @@ class TinyConfig:
     # vocabulary softmax with attention over the prompt's tokens, so copying a name from
     # the prompt is one attention step instead of a learned lookup through the head.
     pointer: bool = False
+    # Coverage embedding (after the coverage vector of See et al., 2017): every position also
+    # sees how often its token already stands, unmasked, elsewhere in the answer (0..3+), so a
+    # prompt name that is already placed, or a Latin-square symbol used three times, is
+    # marked without having to be found by attention first.
+    coverage: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -100,6 +105,7 @@ class TinyDenoiser(nn.Module):
         self.pos = None if cfg.rope else nn.Embedding(cfg.max_len, cfg.d_model)
         self.list_pos = nn.Embedding(cfg.list_pos + 1, cfg.d_model) if cfg.list_pos else None
         self.segment = nn.Embedding(2, cfg.d_model) if cfg.segments else None
+        self.coverage = nn.Embedding(COVERAGE_MAX + 1, cfg.d_model) if cfg.coverage else None
         if cfg.pointer:
             self.ptr_q = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
             self.ptr_k = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
@@ -138,6 +144,8 @@ class TinyDenoiser(nn.Module):
         in_answer = answer_segment(canvas, self.sep_id)
         if self.segment is not None:
             x = x + self.segment(in_answer.long())
+        if self.coverage is not None:
+            x = x + self.coverage(coverage_counts(canvas, in_answer & attention_mask, (self.mask_id, self.eos_id, self.cfg.pad_id)))
         rot = None
         if self.pos is not None:
             x = x + self.pos(pos)
@@ -172,6 +180,19 @@ def answer_segment(canvas: torch.Tensor, sep_id: int) -> torch.Tensor:
     """True on positions after the first [SEP] (the answer region)."""
     is_sep = canvas == sep_id
     return (is_sep.long().cumsum(1) - is_sep.long()) > 0
+
+
+COVERAGE_MAX = 3
+
+
+def coverage_counts(canvas: torch.Tensor, answer: torch.Tensor, hidden_ids: tuple[int, ...]) -> torch.Tensor:
+    """Per position: how many *other* answer positions hold the same token, unmasked (capped)."""
+    visible = answer.clone()
+    for i in hidden_ids:
+        visible &= canvas != i
+    same = (canvas[:, :, None] == canvas[:, None, :]) & visible[:, None, :]
+    counts = same.sum(-1) - visible.long()  # a visible answer token does not count itself
+    return counts.clamp(0, COVERAGE_MAX)
 
 
 def list_positions(canvas: torch.Tensor, open_id: int | None, sep_id: int, size: int) -> torch.Tensor:

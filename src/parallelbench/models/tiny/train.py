@@ -40,7 +40,7 @@ LOG = "train_log.jsonl"
 @dataclass
 class TrainConfig:
     out: str = "runs/tiny"
-    steps: int = 1400
+    steps: int = 7500
     minutes: float | None = None  # stop (with a checkpoint) after this wall time
     transition: str = "masked"  # "masked" | "uniform"
     seed: int = 0
@@ -57,10 +57,11 @@ class TrainConfig:
     list_pos: int = 64  # size of the list-position embedding (0: none); see TinyConfig
     segments: bool = True  # prompt / answer segment embedding; see TinyConfig
     pointer: bool = True  # pointer-generator output over the prompt; see TinyConfig
+    coverage: bool = True  # how often each token already stands in the answer; see TinyConfig
     chunk_per_task: int = 512
     checkpoint_every: int = 250
     log_every: int = 25
-    threads: int = 1
+    threads: int = 2
     tasks: list[str] | None = None  # task ids; None = every training task
     vocab_chunks: int = 4  # training chunks scanned for the vocabulary ...
     vocab_samples: int = 512  # ... of this many samples per task each
@@ -120,6 +121,16 @@ def build_tokenizer(tasks: Sequence, cfg: TrainConfig) -> WordTokenizer:
     return WordTokenizer.build(pairs, extra_pieces())
 
 
+def model_config(cfg: TrainConfig, tok: WordTokenizer) -> TinyConfig:
+    """The network's shape for a training config and its tokenizer."""
+    return TinyConfig(
+        vocab_size=tok.vocab_size, mask_id=tok.mask_id, eos_id=tok.eos_id, pad_id=tok.pad_id,
+        sep_id=tok.sep_id, rope=cfg.rope, tie=cfg.tie, list_pos=cfg.list_pos,
+        segments=cfg.segments, pointer=cfg.pointer, coverage=cfg.coverage, list_open_id=tok.index.get('["'),
+        d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_ff=cfg.d_ff,
+    )
+
+
 def _atomic_save(obj, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
     torch.save(obj, tmp)
@@ -155,13 +166,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
         tok = build_tokenizer(tasks, cfg)
         tok.save(out / TOKENIZER)
     torch.manual_seed(cfg.seed)
-    mcfg = TinyConfig(
-        vocab_size=tok.vocab_size, mask_id=tok.mask_id, eos_id=tok.eos_id, pad_id=tok.pad_id,
-        sep_id=tok.sep_id, rope=cfg.rope, tie=cfg.tie, list_pos=cfg.list_pos,
-        segments=cfg.segments, pointer=cfg.pointer,
-        list_open_id=tok.index.get('["'),
-        d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_ff=cfg.d_ff,
-    )
+    mcfg = model_config(cfg, tok)
     model = TinyDenoiser(mcfg)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
