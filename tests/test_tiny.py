@@ -185,6 +185,33 @@ def test_tokenizer_files_keep_their_splitter(tok, tmp_path):
     assert again.splitter == 1 and again.encode("40 0") == [6, 4, 5]
 
 
+def test_positions_select_rows_of_the_full_output():
+    net = TinyDenoiser(TinyConfig(vocab_size=50, mask_id=1, eos_id=2, sep_id=3, d_model=32, n_layers=2, n_heads=2,
+                                  d_ff=64, rope=True, pointer=True, segments=True, coverage=True, neighbours=True,
+                                  list_pos=8, list_open_id=5)).eval()
+    torch.manual_seed(1)
+    x = torch.randint(4, 50, (3, 12))
+    x[:, 5] = 3
+    x[:, 8:10] = 1
+    pick = torch.rand(3, 12) < 0.4
+    full = net(x)
+    assert torch.allclose(net(x, positions=pick), full[pick], atol=1e-5)
+
+
+def test_neighbour_embeddings_see_the_adjacent_tokens():
+    net = TinyDenoiser(TinyConfig(vocab_size=50, mask_id=1, eos_id=2, sep_id=3, d_model=32, n_layers=1, n_heads=2,
+                                  d_ff=64, rope=True, neighbours=True)).eval()
+    a = torch.tensor([[7, 8, 9, 3, 1, 1]])
+    b = torch.tensor([[7, 8, 9, 3, 20, 1]])
+    with torch.no_grad():
+        for blk in net.blocks:  # no attention mixing: only the embeddings can carry the change
+            blk.proj.weight.zero_()
+            blk.proj.bias.zero_()
+        out_a, out_b = net(a), net(b)
+    changed = ~torch.isclose(out_a, out_b, atol=1e-6).all(-1)[0]
+    assert changed.tolist() == [False, False, False, True, True, True]
+
+
 def test_output_depends_on_the_prompt():
     net = _net().eval()
     a, b = torch.randint(4, 50, (1, 12)), torch.randint(4, 50, (1, 12))

@@ -51,6 +51,11 @@ class TinyConfig:
     # prompt name that is already placed, or a Latin-square symbol used three times, is
     # marked without having to be found by attention first.
     coverage: bool = False
+    # Neighbour embeddings: each position also sees the ids of the tokens just before and
+    # after it (a width-3 token convolution). A masked last-name slot then knows the first
+    # name committed before it, and the prompt's last name knows its own first name, so the
+    # pointer can keep a person's two names together without an induction circuit.
+    neighbours: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -106,6 +111,9 @@ class TinyDenoiser(nn.Module):
         self.list_pos = nn.Embedding(cfg.list_pos + 1, cfg.d_model) if cfg.list_pos else None
         self.segment = nn.Embedding(2, cfg.d_model) if cfg.segments else None
         self.coverage = nn.Embedding(COVERAGE_MAX + 1, cfg.d_model) if cfg.coverage else None
+        if cfg.neighbours:
+            self.prev_tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
+            self.next_tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
         if cfg.pointer:
             self.ptr_q = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
             self.ptr_k = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
@@ -127,7 +135,10 @@ class TinyDenoiser(nn.Module):
         *,
         attention_mask: torch.Tensor | None = None,
         rows: torch.Tensor | None = None,  # unused: one network serves every row
+        positions: torch.Tensor | None = None,
     ) -> Logits:
+        """Logits [B, L, V]; with a boolean `positions` [B, L], only those rows, [N, V]
+        (training needs the masked positions only, and the output layer is the costly part)."""
         canvas = canvas.to(self.device)
         if attention_mask is None:
             attention_mask = canvas != self.cfg.pad_id
@@ -139,6 +150,10 @@ class TinyDenoiser(nn.Module):
                 f"max_len {self.cfg.max_len}; shorten the prompt or the generation length"
             )
         x = self.tok(canvas)
+        if self.cfg.neighbours:
+            hidden = canvas.masked_fill(~attention_mask, self.cfg.pad_id)
+            pad = torch.full_like(hidden[:, :1], self.cfg.pad_id)
+            x = x + self.prev_tok(torch.cat([pad, hidden[:, :-1]], 1)) + self.next_tok(torch.cat([hidden[:, 1:], pad], 1))
         if self.list_pos is not None:
             x = x + self.list_pos(list_positions(canvas, self.cfg.list_open_id, self.sep_id, self.cfg.list_pos))
         in_answer = answer_segment(canvas, self.sep_id)
@@ -156,19 +171,27 @@ class TinyDenoiser(nn.Module):
         for block in self.blocks:
             x = block(x, attn, rot)
         h = self.ln_f(x)
-        logits = self.head(h)
+        if positions is None:
+            positions = torch.ones_like(canvas, dtype=torch.bool)
+            shape = (*canvas.shape, self.cfg.vocab_size)
+        else:
+            shape = (int(positions.sum()), self.cfg.vocab_size)
+        query = h[positions]  # [N, D]
+        logits = self.head(query)
         if self.cfg.pointer:
-            logits = self._point(h, logits, canvas, attention_mask & ~in_answer)
-        return logits.as_subclass(Logits)
+            logits = self._point(h, query, logits, canvas, attention_mask & ~in_answer, positions)
+        return logits.reshape(shape).as_subclass(Logits)
 
-    def _point(self, h: torch.Tensor, logits: torch.Tensor, canvas: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+    def _point(self, h, query, logits, canvas, source, positions) -> torch.Tensor:
         """Log of gate * softmax(logits) + (1 - gate) * (attention over prompt tokens, summed per id)."""
-        scores = self.ptr_q(h) @ self.ptr_k(h).transpose(1, 2) / math.sqrt(h.shape[-1])
-        scores = scores.masked_fill(~source[:, None, :], float("-inf"))
+        row = torch.arange(canvas.shape[0], device=canvas.device)[:, None].expand_as(positions)[positions]
+        keys = self.ptr_k(h)[row]  # [N, L, D]: the keys of each query's own row
+        scores = (keys @ self.ptr_q(query)[:, :, None]).squeeze(-1) / math.sqrt(h.shape[-1])
+        scores = scores.masked_fill(~source[row], float("-inf"))
         attn = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # rows with no prompt point nowhere
-        ids = canvas.clamp(0, self.cfg.vocab_size - 1)[:, None, :].expand_as(attn)
-        copy = torch.zeros_like(logits).scatter_add_(2, ids, attn)
-        gate = torch.sigmoid(self.ptr_gate(h))
+        ids = canvas.clamp(0, self.cfg.vocab_size - 1)[row]
+        copy = torch.zeros_like(logits).scatter_add_(1, ids, attn)
+        gate = torch.sigmoid(self.ptr_gate(query))
         mix = gate * torch.softmax(logits, dim=-1) + (1 - gate) * copy
         return torch.log(mix.clamp_min(1e-12))
 

@@ -58,6 +58,7 @@ class TrainConfig:
     segments: bool = True  # prompt / answer segment embedding; see TinyConfig
     pointer: bool = True  # pointer-generator output over the prompt; see TinyConfig
     coverage: bool = True  # how often each token already stands in the answer; see TinyConfig
+    neighbours: bool = True  # embeddings of the previous and next token ids; see TinyConfig
     chunk_per_task: int = 512
     checkpoint_every: int = 250
     log_every: int = 25
@@ -99,8 +100,8 @@ def masked_diffusion_loss(
     t = T_MIN**u
     noise = (torch.rand(canvas.shape, generator=gen) < t[:, None]) & maskable
     inputs = canvas.masked_fill(noise, model.mask_id)
-    logits = model(inputs, attention_mask=batch["attention"])
-    ce = F.cross_entropy(logits[noise], canvas[noise], reduction="none")
+    logits = model(inputs, attention_mask=batch["attention"], positions=noise)
+    ce = F.cross_entropy(logits, canvas[noise], reduction="none")
     # The [EOS] padding is most of an answer; at full weight it swamps the few content tokens.
     w = torch.where(canvas[noise] == model.eos_id, EOS_WEIGHT, 1.0)
     return (ce * w).sum() * math.log(1 / T_MIN) / batch["answer"].sum()
@@ -126,7 +127,7 @@ def model_config(cfg: TrainConfig, tok: WordTokenizer) -> TinyConfig:
     return TinyConfig(
         vocab_size=tok.vocab_size, mask_id=tok.mask_id, eos_id=tok.eos_id, pad_id=tok.pad_id,
         sep_id=tok.sep_id, rope=cfg.rope, tie=cfg.tie, list_pos=cfg.list_pos,
-        segments=cfg.segments, pointer=cfg.pointer, coverage=cfg.coverage, list_open_id=tok.index.get('["'),
+        segments=cfg.segments, pointer=cfg.pointer, coverage=cfg.coverage, neighbours=cfg.neighbours, list_open_id=tok.index.get('["'),
         d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_ff=cfg.d_ff,
     )
 

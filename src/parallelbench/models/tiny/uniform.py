@@ -52,10 +52,10 @@ def uniform_diffusion_loss(
     pool = noise_ids(model.vocab_size, _excluded(model))
     random_tokens = pool[torch.randint(len(pool), canvas.shape, generator=gen)]
     inputs = torch.where(corrupt, random_tokens, canvas)
-    logits = model(inputs, attention_mask=batch["attention"])
+    logits = model(inputs, attention_mask=batch["attention"], positions=maskable)
     from parallelbench.models.tiny.train import EOS_WEIGHT
 
-    ce = F.cross_entropy(logits[maskable], canvas[maskable], reduction="none")
+    ce = F.cross_entropy(logits, canvas[maskable], reduction="none")
     # As for the masked model: the [EOS] padding must not swamp the content tokens.
     w = torch.where(canvas[maskable] == model.eos_id, EOS_WEIGHT, 1.0)
     return (ce * w).sum() / w.sum()
