@@ -96,13 +96,13 @@ def test_user_strategy_runs_beside_the_baselines(workdir: Path) -> None:
 
 
 def test_main_job_decodes_the_default_model(workdir: Path) -> None:
-    """No --model: the main job's model (the ideal model while `tiny` misses its targets)."""
+    """No --model: the main job decodes the bundled tiny dLLM."""
     from parallelbench.runner.spec import DEFAULT_MODEL
 
     spec = RunSpec().apply_flags(tasks="waiting_line/copy", strategy="confidence-topk", params={"k": "4"},
                                  limit=2, db=str(workdir / "main.db"))
     result = run_job(spec, QUIET, show_progress=False)
-    assert result.models == [DEFAULT_MODEL] == ["ideal"]
+    assert result.models == [DEFAULT_MODEL] == ["tiny"]
     assert ResultsStore(workdir / "main.db").count() == 2
 
 

@@ -35,8 +35,9 @@ def test_loads_through_registry_and_decodes_lists(tiny):
     samples = get_task("waiting_line/copy").samples(4)
     gens = tiny.generate(samples, build_strategy("random", k=1), max_new_tokens=32, seed=0)
     assert all(NAME_LIST.match(g.text) for g in gens), [g.text for g in gens]
-    # Every output scores without error (accuracy itself is the model card's command's job).
-    assert all(0.0 <= score(s, g.text).score <= 1.0 for s, g in zip(samples, gens))
+    # The shipped model copies (100/100 in the model card's table); greedy decoding is
+    # deterministic for a fixed seed, so these four must be right.
+    assert [score(s, g.text).score for s, g in zip(samples, gens)] == [1.0] * 4
 
 
 def test_decodes_puzzles_in_their_format(tiny):

@@ -32,6 +32,7 @@ def train(
     out: Path = typer.Option(Path("runs/tiny"), "--out", help="Folder for checkpoints, log and the exported model."),
     steps: int = typer.Option(7500, "--steps", min=1, help="Optimiser steps (the learning-rate schedule spans them)."),
     minutes: Optional[float] = typer.Option(None, "--minutes", min=0.0, help="Stop after this wall time, with a checkpoint (resume later)."),
+    stop_at: Optional[int] = typer.Option(None, "--stop-at", min=1, help="Stop after this step, with a checkpoint, as if interrupted (the schedule still spans --steps); --resume continues."),
     transition: str = typer.Option("masked", "--transition", help="masked (absorbing state, MDLM/LLaDA) or uniform (SEDD-style)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the data stream, noise and initial weights."),
     resume: bool = typer.Option(False, "--resume", help="Continue from OUT/checkpoint.pt."),
@@ -69,7 +70,7 @@ def train(
 
     cfg = TrainConfig(out=str(out), steps=steps, minutes=minutes, transition=transition, seed=seed,
                       batch_size=batch_size, lr=lr, d_model=d_model, n_layers=layers, n_heads=heads,
-                      d_ff=4 * d_model, threads=threads, tasks=task_ids)
+                      d_ff=4 * d_model, threads=threads, tasks=task_ids, stop_at=stop_at)
     folder = run_training(cfg, resume=resume, progress=progress)
     info = json.loads((folder / "config.json").read_text())
     console.print(f"[green]done:[/green] {info['train']['steps_done']} steps in {info['train']['seconds']:.0f} s; "
