@@ -109,8 +109,13 @@ def accuracy(
     if unknown:
         raise typer.BadParameter(f"unknown task ids {unknown}; run `parallelbench tasks list`", param_hint="--tasks")
     model = _load(path, uniform)
-    rows = ev.accuracy_table(model, task_ids, limit=limit, seed=seed,
-                             progress=None if as_json else (lambda r: console.print(f"  {r.task}: {r.acc_k1:.1%} / {r.acc_k2:.1%}")))
+    from parallelbench.models.tokenizer import UnknownWordsError
+
+    try:
+        rows = ev.accuracy_table(model, task_ids, limit=limit, seed=seed,
+                                 progress=None if as_json else (lambda r: console.print(f"  {r.task}: {r.acc_k1:.1%} / {r.acc_k2:.1%}")))
+    except UnknownWordsError as exc:
+        _fail(f"{exc} (--tasks picks tasks; this model folder was trained on fewer tasks)")
     result = {"model": model.name, "versions": model.versions(), "rows": [r.to_dict() for r in rows],
               "finding": ev.finding(rows)}
     if markdown_out:
