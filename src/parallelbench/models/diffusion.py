@@ -8,7 +8,7 @@ records with the decoding statistics the runner stores.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Sequence
 
 from parallelbench.models.base import Generation, ModelKind
 
@@ -18,10 +18,12 @@ if TYPE_CHECKING:
     from parallelbench.tasks.base import Sample
 
 
-def cut_at_eos(tokens: Sequence[int], eos_id: int) -> int:
-    """Index of the first EOS (the text ends there), or len(tokens)."""
+def cut_at_eos(tokens: Sequence[int], eos_id: "int | Collection[int]") -> int:
+    """Index of the first EOS, or of the first of several stop ids (the text ends there),
+    or len(tokens)."""
+    stops = {int(eos_id)} if isinstance(eos_id, int) else {int(i) for i in eos_id}
     for i, tok in enumerate(tokens):
-        if tok == eos_id:
+        if int(tok) in stops:
             return i
     return len(tokens)
 
@@ -83,41 +85,52 @@ class DiffusionTextModel:
         seed: int = 0,
     ) -> list[Generation]:
         """Decode every sample; sample i draws its randomness from seed + i (batch-independent)."""
-        from parallelbench.decoding import decode
         from parallelbench.decoding.strategy import as_strategy
 
         if strategy is None:
             raise ValueError(f"model {self.name!r} is a diffusion model: give a decoding strategy")
         strategy = as_strategy(strategy)
         strategy.validate(max_new_tokens)
-        mask_id = int(self.net.mask_id)
         out: list[Generation] = []
         for start in range(0, len(samples), self.batch_size):
-            batch = samples[start : start + self.batch_size]
-            prompts = [self.tokenizer.encode_chat(s.messages) for s in batch]
-            templates = [self._template(s, max_new_tokens) for s in batch]
-            template = None
-            if any(t is not None for t in templates):
-                template = [t if t is not None else [mask_id] * max_new_tokens for t in templates]
-            began = time.perf_counter()
-            results = decode(
-                self.net,
-                prompts,
-                gen_length=max_new_tokens,
-                strategy=strategy,
-                template=template,
-                seed=seed + start,
-                verifier=self.verifier,
-            )
-            elapsed = time.perf_counter() - began
-            total_nfe = sum(r.nfe for r in results)
-            for res in results:  # a row's share of the batch time follows the model calls it took
-                share = elapsed * res.nfe / total_nfe if total_nfe else elapsed / len(results)
-                out.append(self._generation(res, share))
+            batch = list(samples[start : start + self.batch_size])
+            out.extend(self._generate_batch(batch, strategy, max_new_tokens=max_new_tokens, seed=seed + start))
         return out
 
+    def _generate_batch(
+        self, batch: "list[Sample]", strategy: "Strategy", *, max_new_tokens: int, seed: int
+    ) -> list[Generation]:
+        """One batch through the engine; subclasses wrap it (e.g. in a KV-cache session)."""
+        from parallelbench.decoding import decode
+
+        mask_id = int(self.net.mask_id)
+        prompts = [self.tokenizer.encode_chat(s.messages) for s in batch]
+        templates = [self._template(s, max_new_tokens) for s in batch]
+        template = None
+        if any(t is not None for t in templates):
+            template = [t if t is not None else [mask_id] * max_new_tokens for t in templates]
+        began = time.perf_counter()
+        results = decode(
+            self.net,
+            prompts,
+            gen_length=max_new_tokens,
+            strategy=strategy,
+            template=template,
+            seed=seed,
+            verifier=self.verifier,
+        )
+        elapsed = time.perf_counter() - began
+        total_nfe = sum(r.nfe for r in results)
+        # a row's share of the batch time follows the model calls it took
+        return [self._generation(res, elapsed * res.nfe / total_nfe if total_nfe else elapsed / len(results))
+                for res in results]
+
+    def _stop_ids(self) -> set[int]:
+        """Token ids that end the text: [EOS] here; chat models add their end-of-turn ids."""
+        return {int(self.net.eos_id)}
+
     def _generation(self, res: Any, wall_time: float) -> Generation:
-        cut = cut_at_eos(res.tokens, int(self.net.eos_id))
+        cut = cut_at_eos(res.tokens, self._stop_ids())
         kept = res.tokens[:cut]
         return Generation(
             text=self.tokenizer.decode(kept),
