@@ -95,11 +95,11 @@ def test_tokenizer_save_load(tok, tmp_path):
 # ---- network --------------------------------------------------------------------------
 
 
-def _net(vocab: int = 50, rope: bool = True, pointer: bool = False) -> TinyDenoiser:
+def _net(vocab: int = 50, rope: bool = True, pointer: bool = False, **extra) -> TinyDenoiser:
     torch.manual_seed(0)
     return TinyDenoiser(
         TinyConfig(vocab_size=vocab, mask_id=1, eos_id=2, sep_id=3, d_model=32, n_layers=2, n_heads=2, d_ff=64,
-                   rope=rope, pointer=pointer, segments=pointer)
+                   rope=rope, pointer=pointer, segments=pointer, **extra)
     )
 
 
@@ -115,10 +115,15 @@ def test_forward_shapes_and_hf_style_logits():
     assert type(out + 1) is torch.Tensor  # arithmetic gives plain tensors
 
 
-@pytest.mark.parametrize("rope,pointer", [(True, False), (False, False), (True, True)])
-def test_left_padding_does_not_change_logits(rope, pointer):
-    net = _net(rope=rope, pointer=pointer).eval()
+@pytest.mark.parametrize("rope,pointer,grid", [(True, False, 0), (False, False, 0), (True, True, 0), (True, True, 4)])
+def test_left_padding_does_not_change_logits(rope, pointer, grid):
+    extra = dict(grid=grid, grid_bias=True, grid_line_ids=[6], grid_row_ids=[7], grid_skip_ids=[8]) if grid else {}
+    net = _net(rope=rope, pointer=pointer, **extra).eval()
+    if grid:  # the biases start at zero; give them weight so the test can see them
+        torch.nn.init.normal_(net.grid_bias, std=1.0)
+    torch.manual_seed(3)
     x = torch.randint(4, 50, (1, 8))
+    x[0, 1], x[0, 2] = 7, 8  # a row break and a comma before the first line break
     x[0, 4] = 3  # [SEP]: prompt of four tokens, answer of three
     padded = torch.cat([torch.zeros(1, 3, dtype=torch.long), x], 1)
     attn = torch.cat([torch.zeros(1, 3, dtype=torch.bool), torch.ones(1, 8, dtype=torch.bool)], 1)
@@ -170,6 +175,46 @@ def test_coverage_counts_other_unmasked_answer_tokens():
     assert counts.tolist() == [[3, 0, 1, 0, 3, 0, 3, 0, 3, 3, 0]]
 
 
+def test_grid_positions_give_row_and_column_of_puzzle_cells(tok):
+    from parallelbench.models.tiny.model import _isin, grid_positions
+    from parallelbench.models.tiny.train import TrainConfig, model_config
+
+    cfg = model_config(TrainConfig(), tok)
+    sudoku = get_task("puzzle/sudoku").samples(1)[0]
+    latin = get_task("puzzle/latin_square").samples(1)[0]
+    for sample, cells in ((sudoku, "3412 2143 1234 4321"), (latin, "H,E,J,0 0,J,E,H E,H,0,J J,0,H,E")):
+        ids = tok.encode_prompt(sample.prompt) + tok.encode_answer(cells, 40)
+        canvas = torch.tensor([ids])
+        line = _isin(canvas, [cfg.sep_id, *cfg.grid_line_ids], cfg.list_open_id)
+        row, col = grid_positions(canvas, line, _isin(canvas, cfg.grid_row_ids), _isin(canvas, cfg.grid_skip_ids), 8)
+        start = len(ids) - 40
+        got = [(tok.decode([i]), r, c) for i, r, c in zip(ids[start:], row[0, start:].tolist(), col[0, start:].tolist())]
+        symbols = [g for g in got if g[0] not in (" ", ",", "")]
+        assert [(r, c) for _, r, c in symbols] == [(r, c) for r in range(4) for c in range(4)]
+        assert "".join(s for s, _, _ in symbols) == cells.replace(" ", "").replace(",", "")
+    # the Sudoku prompt's grid gets the same codes as the answer's cells
+    ids = tok.encode_prompt(sudoku.prompt)
+    canvas = torch.tensor([ids])
+    line = _isin(canvas, [cfg.sep_id, *cfg.grid_line_ids], cfg.list_open_id)
+    row, col = grid_positions(canvas, line, _isin(canvas, cfg.grid_row_ids), _isin(canvas, cfg.grid_skip_ids), 8)
+    grid = sudoku.data["puzzle"].replace(" ", "")
+    digits = [(r, c) for i, r, c in zip(ids, row[0].tolist(), col[0].tolist()) if tok.decode([i]) in "01234" and len(tok.decode([i])) == 1]
+    assert digits[-16:] == [(r, c) for r in range(4) for c in range(4)] and len(grid) == 16
+
+
+def test_grid_relations_link_cells_of_one_row_or_column_only():
+    from parallelbench.models.tiny.model import _grid_relations
+
+    row = torch.tensor([[0, 0, 1, 1, 3]])  # the last token sits at the cap: outside any grid
+    col = torch.tensor([[0, 1, 0, 1, 0]])
+    rel = _grid_relations(row, col, size=4)
+    assert rel[0, 0].tolist() == [[1, 1, 0, 0, 0], [1, 1, 0, 0, 0], [0, 0, 1, 1, 0], [0, 0, 1, 1, 0], [0] * 5]
+    assert rel[0, 1].tolist() == [[1, 0, 1, 0, 0], [0, 1, 0, 1, 0], [1, 0, 1, 0, 0], [0, 1, 0, 1, 0], [0] * 5]
+    # only cells are linked: a non-cell token (a name, a comma) sits outside the grid
+    rel = _grid_relations(row, col, size=4, cells=torch.tensor([[True, False, True, True, True]]))
+    assert rel[0, 0, 1].sum() == 0 and rel[0, 0, :, 1].sum() == 0 and rel[0, 0, 2, 3] == 1
+
+
 def test_tokenizer_files_keep_their_splitter(tok, tmp_path):
     from parallelbench.models.tokenizer import SPLITTER
 
@@ -188,7 +233,8 @@ def test_tokenizer_files_keep_their_splitter(tok, tmp_path):
 def test_positions_select_rows_of_the_full_output():
     net = TinyDenoiser(TinyConfig(vocab_size=50, mask_id=1, eos_id=2, sep_id=3, d_model=32, n_layers=2, n_heads=2,
                                   d_ff=64, rope=True, pointer=True, segments=True, coverage=True, neighbours=True,
-                                  list_pos=8, list_open_id=5)).eval()
+                                  list_pos=8, list_open_id=5, grid=4, grid_line_ids=[6],
+                                  grid_row_ids=[7], grid_skip_ids=[8])).eval()
     torch.manual_seed(1)
     x = torch.randint(4, 50, (3, 12))
     x[:, 5] = 3

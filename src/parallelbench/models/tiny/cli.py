@@ -96,7 +96,8 @@ def accuracy(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     markdown_out: Optional[Path] = typer.Option(None, "--markdown", help="Also write the table as Markdown here."),
 ) -> None:
-    """Accuracy per task at 1 and 2 tokens per step (random top-k, greedy), against the targets.
+    """Accuracy per task, greedy: 1 token/step most-confident-first (judged against the
+    targets), and 1 and 2 tokens/step in random order (the parallel-decoding drop).
 
     Example: parallelbench tiny accuracy --json --limit 20
     """
@@ -113,7 +114,7 @@ def accuracy(
 
     try:
         rows = ev.accuracy_table(model, task_ids, limit=limit, seed=seed,
-                                 progress=None if as_json else (lambda r: console.print(f"  {r.task}: {r.acc_k1:.1%} / {r.acc_k2:.1%}")))
+                                 progress=None if as_json else (lambda r: console.print(f"  {r.task}: {r.acc_conf:.1%} | {r.acc_k1:.1%} / {r.acc_k2:.1%}")))
     except UnknownWordsError as exc:
         _fail(f"{exc} (--tasks picks tasks; this model folder was trained on fewer tasks)")
     result = {"model": model.name, "versions": model.versions(), "rows": [r.to_dict() for r in rows],
@@ -126,12 +127,12 @@ def accuracy(
         return
     from rich.table import Table
 
-    table = Table(title=f"{model.name}: accuracy (random top-k, greedy)")
-    for col in ("task", "C(Y|X)=0", "n", "k=1", "k=2", "drop", "target"):
+    table = Table(title=f"{model.name}: accuracy (greedy; confidence top-k and random top-k)")
+    for col in ("task", "C(Y|X)=0", "n", "conf k=1", "random k=1", "random k=2", "drop", "target"):
         table.add_column(col)
     for r in rows:
         target = "" if r.target is None else (f"≥{r.target:.0%} " + ("[green]met[/green]" if r.meets_target else "[red]missed[/red]"))
-        table.add_row(r.task, "yes" if r.zero_dependency else "no", str(r.samples), f"{r.acc_k1:.1%}",
+        table.add_row(r.task, "yes" if r.zero_dependency else "no", str(r.samples), f"{r.acc_conf:.1%}", f"{r.acc_k1:.1%}",
                       f"{r.acc_k2:.1%}", f"{100 * r.drop:+.1f}", target)
     Console().print(table)
     Console().print(result["finding"])

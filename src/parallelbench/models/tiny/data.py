@@ -30,7 +30,7 @@ TRAIN_PREFIXES = ("waiting_line/", "puzzle/", "synthetic/", "synthetic_infill/")
 TRAIN_N = {"waiting_line": (2, 8), "synthetic": (2, 12)}
 # Harder tasks get more of each batch; copying is learned within a few hundred steps.
 TASK_WEIGHT = {
-    "sort": 3.0, "sudoku": 4.0, "latin_square": 4.0, "shuffle": 2.0, "replace_random": 1.5,
+    "sort": 3.0, "sudoku": 6.0, "latin_square": 6.0, "shuffle": 2.0, "replace_random": 1.5,
     "insert_random": 1.5, "insert_index": 1.5, "replace_index": 1.5, "copy": 0.5,
 }
 SEED_BASE = 2**31

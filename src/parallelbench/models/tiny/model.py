@@ -56,6 +56,24 @@ class TinyConfig:
     # name committed before it, and the prompt's last name knows its own first name, so the
     # pointer can keep a person's two names together without an induction circuit.
     neighbours: bool = False
+    # Grid embedding (row and column, as in TAPAS's table embeddings): after the latest
+    # line break, the answer's start or a list opener, a token's row is the number of
+    # `grid_row_ids` (spaces) before it and its column the number of cells (tokens other
+    # than row breaks and `grid_skip_ids`, i.e. commas) since the row began. A Sudoku or
+    # Latin-square cell then shares its row / column code with the cells it must differ
+    # from, in the answer and in the prompt's grid alike. 0 turns it off.
+    grid: int = 0
+    grid_line_ids: list[int] | None = None
+    grid_row_ids: list[int] | None = None
+    grid_skip_ids: list[int] | None = None
+    # Grid attention bias (TableFormer's structure-aware biases, Yang et al. 2022): each head
+    # of each layer learns one score added between two grid cells of the same row and one
+    # for the same column, so "look at the rest of this row" is there from the first step
+    # instead of having to be found through the embeddings. Needs `grid`.
+    grid_bias: bool = False
+    # Tokens the biases link (single letters and digits; [MASK] is always one): names and
+    # formatting tokens are outside every grid. None: every token inside the grid codes.
+    grid_cell_ids: list[int] | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -114,6 +132,19 @@ class TinyDenoiser(nn.Module):
         if cfg.neighbours:
             self.prev_tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
             self.next_tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        if cfg.grid:
+            self.grid_row = nn.Embedding(cfg.grid, cfg.d_model)
+            self.grid_col = nn.Embedding(cfg.grid, cfg.d_model)
+        self.grid_bias = None
+        if cfg.grid_bias:
+            if not cfg.grid:
+                raise ValueError("grid_bias needs the grid embedding: set grid > 0")
+            # Head 0 of every layer starts out looking along its row, head 1 along its column
+            # (a bias of 4 outweighs the ~100 other tokens); learned from there.
+            init = torch.zeros(cfg.n_layers, 2, cfg.n_heads)
+            init[:, 0, 0] = GRID_BIAS_INIT
+            init[:, 1, min(1, cfg.n_heads - 1)] = GRID_BIAS_INIT
+            self.grid_bias = nn.Parameter(init)
         if cfg.pointer:
             self.ptr_q = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
             self.ptr_k = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
@@ -157,6 +188,18 @@ class TinyDenoiser(nn.Module):
         if self.list_pos is not None:
             x = x + self.list_pos(list_positions(canvas, self.cfg.list_open_id, self.sep_id, self.cfg.list_pos))
         in_answer = answer_segment(canvas, self.sep_id)
+        if self.cfg.grid:
+            row, col = grid_positions(
+                canvas, _isin(canvas, [self.sep_id, *(self.cfg.grid_line_ids or [])], self.cfg.list_open_id),
+                _isin(canvas, self.cfg.grid_row_ids or []),
+                _isin(canvas, self.cfg.grid_skip_ids or []) | ~attention_mask, self.cfg.grid,
+            )
+            x = x + self.grid_row(row) + self.grid_col(col)
+            if self.grid_bias is not None:
+                cells = None
+                if self.cfg.grid_cell_ids is not None:
+                    cells = _isin(canvas, [self.mask_id, *self.cfg.grid_cell_ids])
+                relation = _grid_relations(row, col, self.cfg.grid, cells)
         if self.segment is not None:
             x = x + self.segment(in_answer.long())
         if self.coverage is not None:
@@ -168,8 +211,15 @@ class TinyDenoiser(nn.Module):
             rot = _rotary_tables(pos, self.cfg.d_model // self.cfg.n_heads)
         # Keys on padding are hidden; padded query rows still see something (no NaN).
         attn = attention_mask[:, None, None, :]
-        for block in self.blocks:
-            x = block(x, attn, rot)
+        if self.grid_bias is not None:
+            hidden = torch.zeros(attn.shape, dtype=x.dtype, device=x.device).masked_fill(~attn, float("-inf"))
+        for i, block in enumerate(self.blocks):
+            if self.grid_bias is not None:
+                # [B, H, L, L]: the layer's same-row / same-column scores, -inf on padding keys
+                bias = torch.einsum("rh,brij->bhij", self.grid_bias[i], relation)
+                x = block(x, bias + hidden, rot)
+            else:
+                x = block(x, attn, rot)
         h = self.ln_f(x)
         if positions is None:
             positions = torch.ones_like(canvas, dtype=torch.bool)
@@ -206,6 +256,7 @@ def answer_segment(canvas: torch.Tensor, sep_id: int) -> torch.Tensor:
 
 
 COVERAGE_MAX = 3
+GRID_BIAS_INIT = 4.0
 
 
 def coverage_counts(canvas: torch.Tensor, answer: torch.Tensor, hidden_ids: tuple[int, ...]) -> torch.Tensor:
@@ -228,6 +279,46 @@ def list_positions(canvas: torch.Tensor, open_id: int | None, sep_id: int, size:
     anchor = anchor.cummax(dim=1).values
     local = (idx - anchor).clamp(0, size - 1)
     return torch.where(anchor < 0, size, local)
+
+
+def _isin(canvas: torch.Tensor, ids: list[int], extra: int | None = None) -> torch.Tensor:
+    ids = [*ids, extra] if extra is not None else list(ids)
+    if not ids:
+        return torch.zeros_like(canvas, dtype=torch.bool)
+    return torch.isin(canvas, torch.tensor(ids, device=canvas.device))
+
+
+def grid_positions(
+    canvas: torch.Tensor, line: torch.Tensor, row_break: torch.Tensor, skip: torch.Tensor, size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(row, column) of every token in the grid that starts after the latest `line` token;
+    both capped at size - 1, which also marks tokens before any line (no grid starts there).
+    `skip` tokens (and padding, which callers add to it) are not cells, so left padding
+    leaves every code unchanged. See TinyConfig.grid."""
+    idx = torch.arange(canvas.shape[1], device=canvas.device).expand_as(canvas)
+
+    def since(anchor_mask: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+        # counts[i] minus counts at the latest anchor at or before i
+        at = torch.where(anchor_mask, idx, -1).cummax(dim=1).values
+        return counts - counts.gather(1, at.clamp(min=0))
+
+    outside = torch.where(line, idx, -1).cummax(dim=1).values < 0
+    row = since(line, row_break.long().cumsum(1)).masked_fill(outside, size - 1)
+    cell = ~(line | row_break | skip)
+    col = (since(line | row_break, cell.long().cumsum(1)) - cell.long()).masked_fill(outside, size - 1)
+    return row.clamp(0, size - 1), col.clamp(0, size - 1)
+
+
+def _grid_relations(row: torch.Tensor, col: torch.Tensor, size: int, cells: torch.Tensor | None = None) -> torch.Tensor:
+    """[B, 2, L, L] floats: 1 where two cells sit in the same grid row / the same column
+    (tokens whose row or column hit the cap, size - 1, and non-`cells` are outside any grid)."""
+    inside = (row < size - 1) & (col < size - 1)
+    if cells is not None:
+        inside &= cells
+    both = inside[:, :, None] & inside[:, None, :]
+    same_row = (row[:, :, None] == row[:, None, :]) & both
+    same_col = (col[:, :, None] == col[:, None, :]) & both
+    return torch.stack([same_row, same_col], 1).to(torch.float32)
 
 
 def _rotary_tables(pos: torch.Tensor, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:

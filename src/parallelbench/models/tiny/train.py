@@ -59,6 +59,8 @@ class TrainConfig:
     pointer: bool = True  # pointer-generator output over the prompt; see TinyConfig
     coverage: bool = True  # how often each token already stands in the answer; see TinyConfig
     neighbours: bool = True  # embeddings of the previous and next token ids; see TinyConfig
+    grid: int = 8  # size of the grid row / column embeddings (0: none); see TinyConfig
+    grid_bias: bool = True  # same-row / same-column attention biases; see TinyConfig
     chunk_per_task: int = 512
     checkpoint_every: int = 250
     log_every: int = 25
@@ -129,6 +131,10 @@ def model_config(cfg: TrainConfig, tok: WordTokenizer) -> TinyConfig:
         sep_id=tok.sep_id, rope=cfg.rope, tie=cfg.tie, list_pos=cfg.list_pos,
         segments=cfg.segments, pointer=cfg.pointer, coverage=cfg.coverage, neighbours=cfg.neighbours, list_open_id=tok.index.get('["'),
         d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_ff=cfg.d_ff,
+        grid=cfg.grid, grid_bias=cfg.grid_bias and cfg.grid > 0, grid_line_ids=[i for w, i in tok.index.items() if "\n" in w] if cfg.grid else None,
+        grid_row_ids=[tok.index[" "]] if cfg.grid and " " in tok.index else None,
+        grid_cell_ids=sorted(i for w, i in tok.index.items() if len(w) == 1 and w.isalnum()) if cfg.grid else None,
+        grid_skip_ids=[tok.index[","]] if cfg.grid and "," in tok.index else None,
     )
 
 
@@ -154,7 +160,8 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
     state = None
     if resume and ckpt_path.exists():
         state = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-        saved = TrainConfig(**state["train_config"])
+        # Checkpoints from before the grid embedding existed trained without it.
+        saved = TrainConfig(**{"grid": 0, "grid_bias": False, **state["train_config"]})
         # The run's identity comes from the checkpoint; only the stopping rule may change.
         saved.steps, saved.minutes, saved.out, saved.stop_at = cfg.steps, cfg.minutes, cfg.out, cfg.stop_at
         cfg = saved
