@@ -91,8 +91,9 @@ class _Spy(torch.nn.Module):
         self.w = torch.nn.Parameter(torch.zeros(()))
         self.seen = None
 
-    def forward(self, canvas, attention_mask=None, positions=None):
+    def forward(self, canvas, attention_mask=None, positions=None, layout=None):
         self.seen = canvas.clone()
+        self.layout = layout
         logits = torch.zeros(*canvas.shape, self.vocab_size) + self.w
         return logits if positions is None else logits[positions]
 
@@ -121,6 +122,20 @@ def test_masked_loss_masks_only_maskable_answer_positions_and_is_weighted():
     # about 80 masked tokens, a relative spread near 12%; 35% is three spreads.
     expected = math.log(10) * (1 - T_MIN) * (1 + 3 * EOS_WEIGHT) / 5
     assert abs(float(loss.detach()) - expected) < 0.35 * expected
+
+
+def test_grid_clean_rows_read_the_grid_from_the_clean_answer():
+    from parallelbench.models.tiny.train import masked_diffusion_loss
+
+    spy, batch = _Spy(), _toy_batch()
+    masked_diffusion_loss(spy, batch, torch.Generator().manual_seed(0))
+    assert spy.layout is None  # off by default: the grid is read from the noised canvas
+    masked_diffusion_loss(spy, batch, torch.Generator().manual_seed(0), grid_clean=1.0)
+    assert (spy.seen == spy.mask_id).any() and torch.equal(spy.layout, batch["canvas"])
+    masked_diffusion_loss(spy, batch, torch.Generator().manual_seed(0), grid_clean=0.5)
+    clean = (spy.layout == batch["canvas"]).all(1)
+    noisy = (spy.layout == spy.seen).all(1)
+    assert (clean | noisy).all() and 16 < int((clean & ~noisy).sum()) < 48  # about half of 64 rows
 
 
 def test_uniform_loss_corrupts_without_mask_tokens():

@@ -167,6 +167,7 @@ class TinyDenoiser(nn.Module):
         attention_mask: torch.Tensor | None = None,
         rows: torch.Tensor | None = None,  # unused: one network serves every row
         positions: torch.Tensor | None = None,
+        layout: torch.Tensor | None = None,
     ) -> Logits:
         """Logits [B, L, V]; with a boolean `positions` [B, L], only those rows, [N, V]
         (training needs the masked positions only, and the output layer is the costly part)."""
@@ -189,16 +190,20 @@ class TinyDenoiser(nn.Module):
             x = x + self.list_pos(list_positions(canvas, self.cfg.list_open_id, self.sep_id, self.cfg.list_pos))
         in_answer = answer_segment(canvas, self.sep_id)
         if self.cfg.grid:
+            # `layout`: the canvas the grid is read from; training may pass the clean answer
+            # (what the decoder sees once it has committed the spaces and commas, which it
+            # does first, at confidence ~1), so masked commas do not scramble the codes.
+            grid_src = canvas if layout is None else layout.to(self.device)
             row, col = grid_positions(
-                canvas, _isin(canvas, [self.sep_id, *(self.cfg.grid_line_ids or [])], self.cfg.list_open_id),
-                _isin(canvas, self.cfg.grid_row_ids or []),
-                _isin(canvas, self.cfg.grid_skip_ids or []) | ~attention_mask, self.cfg.grid,
+                grid_src, _isin(grid_src, [self.sep_id, *(self.cfg.grid_line_ids or [])], self.cfg.list_open_id),
+                _isin(grid_src, self.cfg.grid_row_ids or []),
+                _isin(grid_src, self.cfg.grid_skip_ids or []) | ~attention_mask, self.cfg.grid,
             )
             x = x + self.grid_row(row) + self.grid_col(col)
             if self.grid_bias is not None:
                 cells = None
                 if self.cfg.grid_cell_ids is not None:
-                    cells = _isin(canvas, [self.mask_id, *self.cfg.grid_cell_ids])
+                    cells = _isin(grid_src, [self.mask_id, *self.cfg.grid_cell_ids])
                 relation = _grid_relations(row, col, self.cfg.grid, cells)
         if self.segment is not None:
             x = x + self.segment(in_answer.long())

@@ -61,6 +61,7 @@ class TrainConfig:
     neighbours: bool = True  # embeddings of the previous and next token ids; see TinyConfig
     grid: int = 8  # size of the grid row / column embeddings (0: none); see TinyConfig
     grid_bias: bool = True  # same-row / same-column attention biases; see TinyConfig
+    grid_clean: float = 0.0  # share of rows whose grid codes are read from the clean answer
     chunk_per_task: int = 512
     checkpoint_every: int = 250
     log_every: int = 25
@@ -85,7 +86,7 @@ EOS_WEIGHT = 0.1  # loss weight of [EOS] padding targets
 
 
 def masked_diffusion_loss(
-    model: TinyDenoiser, batch: dict[str, torch.Tensor], gen: torch.Generator
+    model: TinyDenoiser, batch: dict[str, torch.Tensor], gen: torch.Generator, grid_clean: float = 0.0
 ) -> torch.Tensor:
     """MDLM/LLaDA objective: per row a masking ratio t, each maskable answer position masked
     with probability t, cross-entropy on the masked positions weighted by 1/t, normalised by
@@ -102,7 +103,12 @@ def masked_diffusion_loss(
     t = T_MIN**u
     noise = (torch.rand(canvas.shape, generator=gen) < t[:, None]) & maskable
     inputs = canvas.masked_fill(noise, model.mask_id)
-    logits = model(inputs, attention_mask=batch["attention"], positions=noise)
+    extra = {}
+    if grid_clean > 0:
+        # these rows read their grid codes from the clean answer (see TinyDenoiser.forward)
+        clean = torch.rand(b, generator=gen) < grid_clean
+        extra["layout"] = torch.where(clean[:, None], canvas, inputs)
+    logits = model(inputs, attention_mask=batch["attention"], positions=noise, **extra)
     ce = F.cross_entropy(logits, canvas[noise], reduction="none")
     # The [EOS] padding is most of an answer; at full weight it swamps the few content tokens.
     w = torch.where(canvas[noise] == model.eos_id, EOS_WEIGHT, 1.0)
@@ -161,7 +167,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
     if resume and ckpt_path.exists():
         state = torch.load(ckpt_path, map_location="cpu", weights_only=False)
         # Checkpoints from before the grid embedding existed trained without it.
-        saved = TrainConfig(**{"grid": 0, "grid_bias": False, **state["train_config"]})
+        saved = TrainConfig(**{"grid": 0, "grid_bias": False, "grid_clean": 0.0, **state["train_config"]})
         # The run's identity comes from the checkpoint; only the stopping rule may change.
         saved.steps, saved.minutes, saved.out, saved.stop_at = cfg.steps, cfg.minutes, cfg.out, cfg.stop_at
         cfg = saved
@@ -191,6 +197,8 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
         tok, tasks, cfg.seed, cfg.batch_size, cfg.chunk_per_task, guard=HeldOutGuard(tasks)
     )
     loss_fn = _loss_fn(cfg.transition)
+    # the uniform loss has no [MASK] tokens to scramble the grid codes
+    loss_extra = {"grid_clean": cfg.grid_clean} if cfg.grid_clean and cfg.transition == "masked" else {}
 
     def checkpoint() -> None:
         _atomic_save(
@@ -215,7 +223,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
             gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
             for g in opt.param_groups:
                 g["lr"] = lr_at(cfg, step)
-            loss = loss_fn(model, batch, gen)
+            loss = loss_fn(model, batch, gen, **loss_extra)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
