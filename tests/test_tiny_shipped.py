@@ -112,3 +112,8 @@ def test_cli_accuracy_and_figure3(tmp_path):
     assert res.exit_code == 2 and "unknown task" in res.output
     res = runner.invoke(cli, ["train", "--transition", "sideways"])
     assert res.exit_code == 2 and "transition" in res.output
+    res = runner.invoke(cli, ["train", "--out", str(tmp_path / "t"), "--steps", "1", "--batch-size", "2", "--d-model", "16",
+                              "--layers", "1", "--heads", "2", "--tasks", "waiting_line/copy", "--no-grid", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    model = json.loads((tmp_path / "t" / "config.json").read_text())["model"]
+    assert model["grid"] == 0 and not model["grid_bias"]

@@ -42,6 +42,7 @@ def train(
     layers: int = typer.Option(4, "--layers", min=1),
     heads: int = typer.Option(4, "--heads", min=1),
     threads: int = typer.Option(2, "--threads", min=1, help="torch CPU threads (results are reproducible for a fixed value)."),
+    grid: bool = typer.Option(True, "--grid/--no-grid", help="Grid row/column embeddings and same-row/column attention biases (the puzzles need them); --no-grid trains the earlier network."),
     tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated task ids to train on (default: all Waiting Line, puzzle and synthetic tasks)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar (the log is always written)."),
 ) -> None:
@@ -70,7 +71,8 @@ def train(
 
     cfg = TrainConfig(out=str(out), steps=steps, minutes=minutes, transition=transition, seed=seed,
                       batch_size=batch_size, lr=lr, d_model=d_model, n_layers=layers, n_heads=heads,
-                      d_ff=4 * d_model, threads=threads, tasks=task_ids, stop_at=stop_at)
+                      d_ff=4 * d_model, threads=threads, tasks=task_ids, stop_at=stop_at,
+                      grid=TrainConfig.grid if grid else 0, grid_bias=grid)
     folder = run_training(cfg, resume=resume, progress=progress)
     info = json.loads((folder / "config.json").read_text())
     console.print(f"[green]done:[/green] {info['train']['steps_done']} steps in {info['train']['seconds']:.0f} s; "
