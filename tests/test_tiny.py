@@ -185,7 +185,7 @@ def test_grid_positions_give_row_and_column_of_puzzle_cells(tok):
     for sample, cells in ((sudoku, "3412 2143 1234 4321"), (latin, "H,E,J,0 0,J,E,H E,H,0,J J,0,H,E")):
         ids = tok.encode_prompt(sample.prompt) + tok.encode_answer(cells, 40)
         canvas = torch.tensor([ids])
-        line = _isin(canvas, [cfg.sep_id, *cfg.grid_line_ids], cfg.list_open_id)
+        line = _isin(canvas, [cfg.sep_id, *cfg.grid_line_ids, cfg.list_open_id])
         row, col = grid_positions(canvas, line, _isin(canvas, cfg.grid_row_ids), _isin(canvas, cfg.grid_skip_ids), 8)
         start = len(ids) - 40
         got = [(tok.decode([i]), r, c) for i, r, c in zip(ids[start:], row[0, start:].tolist(), col[0, start:].tolist())]
@@ -195,7 +195,7 @@ def test_grid_positions_give_row_and_column_of_puzzle_cells(tok):
     # the Sudoku prompt's grid gets the same codes as the answer's cells
     ids = tok.encode_prompt(sudoku.prompt)
     canvas = torch.tensor([ids])
-    line = _isin(canvas, [cfg.sep_id, *cfg.grid_line_ids], cfg.list_open_id)
+    line = _isin(canvas, [cfg.sep_id, *cfg.grid_line_ids, cfg.list_open_id])
     row, col = grid_positions(canvas, line, _isin(canvas, cfg.grid_row_ids), _isin(canvas, cfg.grid_skip_ids), 8)
     grid = sudoku.data["puzzle"].replace(" ", "")
     digits = [(r, c) for i, r, c in zip(ids, row[0].tolist(), col[0].tolist()) if tok.decode([i]) in "01234" and len(tok.decode([i])) == 1]

@@ -189,22 +189,13 @@ class TinyDenoiser(nn.Module):
         if self.list_pos is not None:
             x = x + self.list_pos(list_positions(canvas, self.cfg.list_open_id, self.sep_id, self.cfg.list_pos))
         in_answer = answer_segment(canvas, self.sep_id)
+        relation = None
         if self.cfg.grid:
             # `layout`: the canvas the grid is read from; training may pass the clean answer
             # (what the decoder sees once it has committed the spaces and commas, which it
             # does first, at confidence ~1), so masked commas do not scramble the codes.
-            grid_src = canvas if layout is None else layout.to(self.device)
-            row, col = grid_positions(
-                grid_src, _isin(grid_src, [self.sep_id, *(self.cfg.grid_line_ids or [])], self.cfg.list_open_id),
-                _isin(grid_src, self.cfg.grid_row_ids or []),
-                _isin(grid_src, self.cfg.grid_skip_ids or []) | ~attention_mask, self.cfg.grid,
-            )
+            row, col, relation = self._grid(canvas if layout is None else layout.to(self.device), attention_mask)
             x = x + self.grid_row(row) + self.grid_col(col)
-            if self.grid_bias is not None:
-                cells = None
-                if self.cfg.grid_cell_ids is not None:
-                    cells = _isin(grid_src, [self.mask_id, *self.cfg.grid_cell_ids])
-                relation = _grid_relations(row, col, self.cfg.grid, cells)
         if self.segment is not None:
             x = x + self.segment(in_answer.long())
         if self.coverage is not None:
@@ -216,15 +207,13 @@ class TinyDenoiser(nn.Module):
             rot = _rotary_tables(pos, self.cfg.d_model // self.cfg.n_heads)
         # Keys on padding are hidden; padded query rows still see something (no NaN).
         attn = attention_mask[:, None, None, :]
-        if self.grid_bias is not None:
-            hidden = torch.zeros(attn.shape, dtype=x.dtype, device=x.device).masked_fill(~attn, float("-inf"))
+        if relation is not None:  # as additive scores: -inf on padding keys
+            attn = torch.zeros(attn.shape, dtype=x.dtype, device=x.device).masked_fill(~attn, float("-inf"))
         for i, block in enumerate(self.blocks):
-            if self.grid_bias is not None:
-                # [B, H, L, L]: the layer's same-row / same-column scores, -inf on padding keys
-                bias = torch.einsum("rh,brij->bhij", self.grid_bias[i], relation)
-                x = block(x, bias + hidden, rot)
-            else:
+            if relation is None:
                 x = block(x, attn, rot)
+            else:  # plus the layer's same-row / same-column scores, [B, H, L, L]
+                x = block(x, attn + torch.einsum("rh,brij->bhij", self.grid_bias[i], relation), rot)
         h = self.ln_f(x)
         if positions is None:
             positions = torch.ones_like(canvas, dtype=torch.bool)
@@ -236,6 +225,20 @@ class TinyDenoiser(nn.Module):
         if self.cfg.pointer:
             logits = self._point(h, query, logits, canvas, attention_mask & ~in_answer, positions)
         return logits.reshape(shape).as_subclass(Logits)
+
+    def _grid(self, src: torch.Tensor, attention_mask: torch.Tensor):
+        """Grid (row, column) codes of `src`, and the same-row / same-column relations
+        [B, 2, L, L] when the network has grid biases (else None)."""
+        cfg = self.cfg
+        opener = [] if cfg.list_open_id is None else [cfg.list_open_id]
+        row, col = grid_positions(
+            src, _isin(src, [self.sep_id, *(cfg.grid_line_ids or []), *opener]), _isin(src, cfg.grid_row_ids or []),
+            _isin(src, cfg.grid_skip_ids or []) | ~attention_mask, cfg.grid,
+        )
+        if self.grid_bias is None:
+            return row, col, None
+        cells = None if cfg.grid_cell_ids is None else _isin(src, [self.mask_id, *cfg.grid_cell_ids])
+        return row, col, _grid_relations(row, col, cfg.grid, cells)
 
     def _point(self, h, query, logits, canvas, source, positions) -> torch.Tensor:
         """Log of gate * softmax(logits) + (1 - gate) * (attention over prompt tokens, summed per id)."""
@@ -286,8 +289,7 @@ def list_positions(canvas: torch.Tensor, open_id: int | None, sep_id: int, size:
     return torch.where(anchor < 0, size, local)
 
 
-def _isin(canvas: torch.Tensor, ids: list[int], extra: int | None = None) -> torch.Tensor:
-    ids = [*ids, extra] if extra is not None else list(ids)
+def _isin(canvas: torch.Tensor, ids: list[int]) -> torch.Tensor:
     if not ids:
         return torch.zeros_like(canvas, dtype=torch.bool)
     return torch.isin(canvas, torch.tensor(ids, device=canvas.device))

@@ -137,11 +137,23 @@ def model_config(cfg: TrainConfig, tok: WordTokenizer) -> TinyConfig:
         sep_id=tok.sep_id, rope=cfg.rope, tie=cfg.tie, list_pos=cfg.list_pos,
         segments=cfg.segments, pointer=cfg.pointer, coverage=cfg.coverage, neighbours=cfg.neighbours, list_open_id=tok.index.get('["'),
         d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_ff=cfg.d_ff,
-        grid=cfg.grid, grid_bias=cfg.grid_bias and cfg.grid > 0, grid_line_ids=[i for w, i in tok.index.items() if "\n" in w] if cfg.grid else None,
-        grid_row_ids=[tok.index[" "]] if cfg.grid and " " in tok.index else None,
-        grid_cell_ids=sorted(i for w, i in tok.index.items() if len(w) == 1 and w.isalnum()) if cfg.grid else None,
-        grid_skip_ids=[tok.index[","]] if cfg.grid and "," in tok.index else None,
+        grid=cfg.grid, grid_bias=cfg.grid_bias and cfg.grid > 0, **(grid_token_ids(tok) if cfg.grid else {}),
     )
+
+
+def grid_token_ids(tok: WordTokenizer) -> dict:
+    """The tokens that shape a grid (see TinyConfig.grid): line breaks (any token holding a
+    newline), the row break (a space), the skipped separator (a comma) and the cells (single
+    letters and digits)."""
+    def ids(word: str) -> list[int] | None:
+        return [tok.index[word]] if word in tok.index else None
+
+    return {
+        "grid_line_ids": [i for w, i in tok.index.items() if "\n" in w],
+        "grid_row_ids": ids(" "),
+        "grid_skip_ids": ids(","),
+        "grid_cell_ids": sorted(i for w, i in tok.index.items() if len(w) == 1 and w.isalnum()),
+    }
 
 
 def _atomic_save(obj, path: Path) -> None:
