@@ -30,10 +30,11 @@ TRAIN_PREFIXES = ("waiting_line/", "puzzle/", "synthetic/", "synthetic_infill/")
 TRAIN_N = {"waiting_line": (2, 8), "synthetic": (2, 12)}
 # Harder tasks get more of each batch; copying is learned within a few hundred steps.
 TASK_WEIGHT = {
-    "sort": 3.0, "sudoku": 6.0, "latin_square": 6.0, "shuffle": 2.0, "replace_random": 1.5,
+    "sort": 4.0, "sudoku": 6.0, "latin_square": 6.0, "shuffle": 2.0, "replace_random": 1.5,
     "insert_random": 1.5, "insert_index": 1.5, "replace_index": 1.5, "copy": 0.5,
 }
 SEED_BASE = 2**31
+LENGTH_BAND = 16  # batches hold examples whose prompt + answer lengths share a band this wide
 
 
 def training_tasks(ids: Iterable[str] | None = None) -> list["Task"]:
@@ -151,14 +152,18 @@ class TrainingStream:
         return self._chunk
 
     def batch(self, step: int) -> list[Example]:
-        """Examples of one generation length (so little padding), drawn with replacement."""
+        """Examples of one generation length and one band of total lengths (so little
+        padding: a Sudoku prompt is three times a Latin square's), drawn with replacement;
+        a band is picked with probability proportional to its size, so the task mixture
+        stays that of the chunk."""
         import torch
 
         c = step // self.steps_per_chunk
         examples = self.chunk(c)
-        groups: dict[int, list[int]] = {}
+        groups: dict[tuple[int, int], list[int]] = {}
         for i, e in enumerate(examples):
-            groups.setdefault(len(e.target), []).append(i)
+            band = (len(e.prompt) + len(e.target)) // LENGTH_BAND
+            groups.setdefault((len(e.target), band), []).append(i)
         keys = sorted(groups)
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
         sizes = torch.tensor([len(groups[k]) for k in keys], dtype=torch.float)

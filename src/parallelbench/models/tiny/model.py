@@ -243,8 +243,9 @@ class TinyDenoiser(nn.Module):
     def _point(self, h, query, logits, canvas, source, positions) -> torch.Tensor:
         """Log of gate * softmax(logits) + (1 - gate) * (attention over prompt tokens, summed per id)."""
         row = torch.arange(canvas.shape[0], device=canvas.device)[:, None].expand_as(positions)[positions]
-        keys = self.ptr_k(h)[row]  # [N, L, D]: the keys of each query's own row
-        scores = (keys @ self.ptr_q(query)[:, :, None]).squeeze(-1) / math.sqrt(h.shape[-1])
+        # Scores of every position against its own row, [B, L, L], then the wanted rows: one
+        # batched matmul, where gathering each query's keys ([N, L, D]) cost far more.
+        scores = (self.ptr_q(h) @ self.ptr_k(h).transpose(1, 2))[positions] / math.sqrt(h.shape[-1])
         scores = scores.masked_fill(~source[row], float("-inf"))
         attn = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # rows with no prompt point nowhere
         ids = canvas.clamp(0, self.cfg.vocab_size - 1)[row]

@@ -40,7 +40,7 @@ LOG = "train_log.jsonl"
 @dataclass
 class TrainConfig:
     out: str = "runs/tiny"
-    steps: int = 7500
+    steps: int = 11000
     minutes: float | None = None  # stop (with a checkpoint) after this wall time
     transition: str = "masked"  # "masked" | "uniform"
     seed: int = 0
