@@ -312,3 +312,19 @@ def test_stream_is_deterministic_per_step(tok):
         assert [e.prompt for e in a.batch(step)] == [e.prompt for e in b.batch(step)]
     batch = collate(a.batch(0), tok.pad_id)
     assert batch["canvas"].shape[0] == 8 and bool((batch["maskable"] <= batch["answer"]).all())
+
+
+def test_batches_share_a_generation_length_and_a_length_band_and_keep_the_task_mix(tok):
+    from parallelbench.models.tiny.data import LENGTH_BAND
+
+    tasks = [get_task("puzzle/sudoku"), get_task("puzzle/latin_square")]
+    stream = TrainingStream(tok, tasks, seed=1, batch_size=16, chunk_per_task=64)
+    picks = []
+    for step in range(60):
+        batch = stream.batch(step)
+        assert len({(len(e.target), (len(e.prompt) + len(e.target)) // LENGTH_BAND) for e in batch}) == 1
+        picks.append(batch[0].task)
+    # Sudoku and Latin-square prompts differ threefold in length, so each batch holds one
+    # task; bands are drawn by size, so both tasks (equal weights) get about half the batches:
+    # 60 draws, p = 1/2, 3 standard deviations is 11.6.
+    assert abs(picks.count(0) - 30) <= 11.6
