@@ -176,17 +176,20 @@ def test_coverage_counts_other_unmasked_answer_tokens():
 
 
 def test_grid_positions_give_row_and_column_of_puzzle_cells(tok):
-    from parallelbench.models.tiny.model import _isin, grid_positions
     from parallelbench.models.tiny.train import TrainConfig, model_config
 
-    cfg = model_config(TrainConfig(), tok)
+    net = TinyDenoiser(model_config(TrainConfig(), tok))
+
+    def codes(ids):  # the network's own grid reading, on an unpadded canvas
+        canvas = torch.tensor([ids])
+        row, col, _ = net._grid(canvas, torch.ones_like(canvas, dtype=torch.bool))
+        return row, col
+
     sudoku = get_task("puzzle/sudoku").samples(1)[0]
     latin = get_task("puzzle/latin_square").samples(1)[0]
     for sample, cells in ((sudoku, "3412 2143 1234 4321"), (latin, "H,E,J,0 0,J,E,H E,H,0,J J,0,H,E")):
         ids = tok.encode_prompt(sample.prompt) + tok.encode_answer(cells, 40)
-        canvas = torch.tensor([ids])
-        line = _isin(canvas, [cfg.sep_id, *cfg.grid_line_ids, cfg.list_open_id])
-        row, col = grid_positions(canvas, line, _isin(canvas, cfg.grid_row_ids), _isin(canvas, cfg.grid_skip_ids), 8)
+        row, col = codes(ids)
         start = len(ids) - 40
         got = [(tok.decode([i]), r, c) for i, r, c in zip(ids[start:], row[0, start:].tolist(), col[0, start:].tolist())]
         symbols = [g for g in got if g[0] not in (" ", ",", "")]
@@ -194,9 +197,7 @@ def test_grid_positions_give_row_and_column_of_puzzle_cells(tok):
         assert "".join(s for s, _, _ in symbols) == cells.replace(" ", "").replace(",", "")
     # the Sudoku prompt's grid gets the same codes as the answer's cells
     ids = tok.encode_prompt(sudoku.prompt)
-    canvas = torch.tensor([ids])
-    line = _isin(canvas, [cfg.sep_id, *cfg.grid_line_ids, cfg.list_open_id])
-    row, col = grid_positions(canvas, line, _isin(canvas, cfg.grid_row_ids), _isin(canvas, cfg.grid_skip_ids), 8)
+    row, col = codes(ids)
     grid = sudoku.data["puzzle"].replace(" ", "")
     digits = [(r, c) for i, r, c in zip(ids, row[0].tolist(), col[0].tolist()) if tok.decode([i]) in "01234" and len(tok.decode([i])) == 1]
     assert digits[-16:] == [(r, c) for r in range(4) for c in range(4)] and len(grid) == 16
