@@ -3,7 +3,10 @@
 Reports both wall time and this process's CPU time, because the machine is often shared:
 CPU seconds per step times the shipped run's steps is what training costs on an idle core.
 
-Usage: python benchmarks/tiny_speed.py [--steps 20] [--threads 1]
+Usage: python benchmarks/tiny_speed.py [--steps 20] [--threads 1] [--warmup 0] [--compile]
+
+--compile wraps each transformer block in torch.compile(dynamic=True); give it --warmup
+steps (untimed) so compiling is not counted as training.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--warmup", type=int, default=0, help="untimed steps before the timed ones")
+    ap.add_argument("--compile", action="store_true", help="torch.compile each block (dynamic shapes)")
     ap.add_argument("--decode-samples", type=int, default=64)
     args = ap.parse_args()
 
@@ -35,16 +40,24 @@ def main() -> None:
     _, tok = load_net()
     cfg = TrainConfig()
     stream = TrainingStream(tok, training_tasks(), cfg.seed, cfg.batch_size, cfg.chunk_per_task)
-    batches = [collate(stream.batch(s), tok.pad_id) for s in range(args.steps)]
+    batches = [collate(stream.batch(s), tok.pad_id) for s in range(args.warmup + args.steps)]
     net = TinyDenoiser(model_config(cfg, tok))
+    if args.compile:
+        net.blocks = torch.nn.ModuleList(torch.compile(b, dynamic=True) for b in net.blocks)
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr)
     gen = torch.Generator().manual_seed(0)
-    w0, c0 = time.time(), time.process_time()
-    for batch in batches:
+
+    def step(batch) -> None:
         loss = masked_diffusion_loss(net, batch, gen)
         opt.zero_grad()
         loss.backward()
         opt.step()
+
+    for batch in batches[: args.warmup]:
+        step(batch)
+    w0, c0 = time.time(), time.process_time()
+    for batch in batches[args.warmup :]:
+        step(batch)
     wall, cpu = time.time() - w0, time.process_time() - c0
 
     model = load()
@@ -60,6 +73,8 @@ def main() -> None:
         "decode_wall_samples_per_s": round(len(gens) / dwall, 1),
         "decode_cpu_samples_per_s": round(len(gens) / dcpu, 1),
         "threads": args.threads,
+        "warmup_steps": args.warmup,
+        "compiled": args.compile,
         "load_average": os.getloadavg(),
     }, indent=1))
 
