@@ -216,6 +216,48 @@ def test_grid_relations_link_cells_of_one_row_or_column_only():
     assert rel[0, 0, 1].sum() == 0 and rel[0, 0, :, 1].sum() == 0 and rel[0, 0, 2, 3] == 1
 
 
+def test_grid_exclusion_lowers_symbols_already_in_the_cells_row_or_column(tok):
+    from parallelbench.models.tiny.train import TrainConfig, model_config
+
+    net = TinyDenoiser(model_config(TrainConfig(), tok)).eval()
+    latin = get_task("puzzle/latin_square").samples(1)[0]
+    prompt = tok.encode_chat(latin.messages)  # lists J, but only the answer's cells count
+    answer = tok.encode_answer("H,E,J,0 0,J,E,H E,H,0,J J,0,H,E", 40)
+    cell = len(prompt) + 2 * 5  # row 1, column 1 ("J"); cells sit at every other token
+    canvas = torch.tensor([prompt + answer])
+    canvas[0, cell] = net.mask_id
+    canvas[0, len(prompt) + 2 * 4] = net.mask_id  # "0" at row 1, column 0: masked, so not counted
+    with torch.no_grad():
+        base = net(canvas)[0, cell]
+        net.grid_exclude.copy_(torch.tensor([5.0, 0.0]))
+        by_row = net(canvas)[0, cell] - base
+        net.grid_exclude.copy_(torch.tensor([0.0, 3.0]))
+        by_col = net(canvas)[0, cell] - base
+    ids = {s: tok.encode(s)[0] for s in "HEJ0"}
+    # row 1 shows E and H (0 is masked); column 1 shows E, H and 0
+    assert {s: round(float(by_row[i]), 4) for s, i in ids.items()} == {"H": -5.0, "E": -5.0, "J": 0.0, "0": 0.0}
+    assert {s: round(float(by_col[i]), 4) for s, i in ids.items()} == {"H": -3.0, "E": -3.0, "J": 0.0, "0": -3.0}
+    others = torch.ones_like(by_row, dtype=torch.bool)
+    others[list(ids.values())] = False
+    assert by_row[others].abs().max() == 0 and by_col[others].abs().max() == 0
+
+
+def test_alphabetical_ranks_order_names_as_the_sort_task_does():
+    from parallelbench.models.tiny.model import alphabetical_ranks, rank_features
+
+    tokens = ["[PAD]", ",", ' "', " Norris", " Garner", "Alice", " Medina", '"Abigail', " garner"]
+    r = dict(zip(tokens, alphabetical_ranks(tokens)))
+    assert r["[PAD]"] == r[","] == r[' "'] == 0.0
+    assert r['"Abigail'] < r["Alice"] < r[" Garner"] == r[" garner"] < r[" Medina"] < r[" Norris"] == 1.0
+    feats = rank_features(torch.tensor([0.0, 0.5, 1.0]))
+    assert feats.shape == (3, 13) and feats[:, 0].tolist() == [0.0, 0.5, 1.0]
+    net = TinyDenoiser(TinyConfig(vocab_size=9, mask_id=1, eos_id=2, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                                  token_rank=alphabetical_ranks(tokens)))
+    assert net.rank_proj is not None and "token_rank" not in net.state_dict()
+    with pytest.raises(ValueError, match="token_rank has 2 entries"):
+        TinyDenoiser(TinyConfig(vocab_size=9, mask_id=1, eos_id=2, d_model=16, n_heads=2, token_rank=[0.0, 1.0]))
+
+
 def test_tokenizer_files_keep_their_splitter(tok, tmp_path):
     from parallelbench.models.tokenizer import SPLITTER
 

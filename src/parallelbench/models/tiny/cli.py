@@ -30,7 +30,7 @@ def _fail(message: str) -> None:
 
 def train(
     out: Path = typer.Option(Path("runs/tiny"), "--out", help="Folder for checkpoints, log and the exported model."),
-    steps: int = typer.Option(11000, "--steps", min=1, help="Optimiser steps (the learning-rate schedule spans them)."),
+    steps: int = typer.Option(9500, "--steps", min=1, help="Optimiser steps (the learning-rate schedule spans them)."),
     minutes: Optional[float] = typer.Option(None, "--minutes", min=0.0, help="Stop after this wall time, with a checkpoint (resume later)."),
     stop_at: Optional[int] = typer.Option(None, "--stop-at", min=1, help="Stop after this step, with a checkpoint, as if interrupted (the schedule still spans --steps); --resume continues."),
     transition: str = typer.Option("masked", "--transition", help="masked (absorbing state, MDLM/LLaDA) or uniform (SEDD-style)."),
@@ -43,12 +43,14 @@ def train(
     heads: int = typer.Option(4, "--heads", min=1),
     threads: int = typer.Option(2, "--threads", min=1, help="torch CPU threads (results are reproducible for a fixed value)."),
     grid: bool = typer.Option(True, "--grid/--no-grid", help="Grid row/column embeddings and same-row/column attention biases (the puzzles need them); --no-grid trains the earlier network."),
+    grid_exclude: bool = typer.Option(True, "--grid-exclude/--no-grid-exclude", help="Learned same-row/column candidate elimination on the output (needs --grid)."),
+    rank: bool = typer.Option(True, "--rank/--no-rank", help="Alphabetical-rank features of every token (for sorting by name)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated task ids to train on (default: all Waiting Line, puzzle and synthetic tasks)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar (the log is always written)."),
 ) -> None:
     """Train the bundled tiny diffusion LM on the task generators' training streams.
 
-    Example: parallelbench train --out runs/tiny --steps 11000
+    Example: parallelbench train --out runs/tiny --steps 9500
 
     Same seed and steps give the same weights on the same machine; --minutes stops early
     with a checkpoint and --resume continues it. The exported model (model.pt,
@@ -72,7 +74,7 @@ def train(
     cfg = TrainConfig(out=str(out), steps=steps, minutes=minutes, transition=transition, seed=seed,
                       batch_size=batch_size, lr=lr, d_model=d_model, n_layers=layers, n_heads=heads,
                       d_ff=4 * d_model, threads=threads, tasks=task_ids, stop_at=stop_at,
-                      grid=TrainConfig.grid if grid else 0, grid_bias=grid)
+                      grid=TrainConfig.grid if grid else 0, grid_bias=grid, grid_exclude=grid and grid_exclude, rank=rank)
     folder = run_training(cfg, resume=resume, progress=progress)
     info = json.loads((folder / "config.json").read_text())
     console.print(f"[green]done:[/green] {info['train']['steps_done']} steps in {info['train']['seconds']:.0f} s; "

@@ -12,6 +12,7 @@ mask), so the engine's left padding does not shift what the model sees.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass
 
 import torch
@@ -74,6 +75,17 @@ class TinyConfig:
     # Tokens the biases link (single letters and digits; [MASK] is always one): names and
     # formatting tokens are outside every grid. None: every token inside the grid codes.
     grid_cell_ids: list[int] | None = None
+    # Grid exclusion (the candidate elimination of a constraint solver, made a learned
+    # feature): at an answer cell, the output logit of every token already standing,
+    # unmasked, in the same row of the answer's grid drops by one learned amount, and by a
+    # second for the same column. "This symbol is used up here" is then read off directly
+    # instead of through four attention layers; the amounts start at 0. Needs `grid_bias`.
+    grid_exclude: bool = False
+    # Alphabetical rank of every token's word (0..1 over the vocabulary, one float per id),
+    # fed in as a few Fourier features through a learned projection: sorting by last name
+    # then compares one learned direction instead of learning each rare name's place in
+    # the alphabet from the few batches it turns up in. None turns it off.
+    token_rank: list[float] | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -145,6 +157,17 @@ class TinyDenoiser(nn.Module):
             init[:, 0, 0] = GRID_BIAS_INIT
             init[:, 1, min(1, cfg.n_heads - 1)] = GRID_BIAS_INIT
             self.grid_bias = nn.Parameter(init)
+        self.grid_exclude = None
+        if cfg.grid_exclude:
+            if not cfg.grid_bias:
+                raise ValueError("grid_exclude needs the grid relations: set grid_bias")
+            self.grid_exclude = nn.Parameter(torch.zeros(2))  # same row, same column
+        self.rank_proj = None
+        if cfg.token_rank is not None:
+            if len(cfg.token_rank) != cfg.vocab_size:
+                raise ValueError(f"token_rank has {len(cfg.token_rank)} entries for {cfg.vocab_size} tokens")
+            self.register_buffer("token_rank", torch.tensor(cfg.token_rank, dtype=torch.float32), persistent=False)
+            self.rank_proj = nn.Linear(2 * len(RANK_FREQUENCIES) + 1, cfg.d_model, bias=False)
         if cfg.pointer:
             self.ptr_q = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
             self.ptr_k = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
@@ -188,6 +211,8 @@ class TinyDenoiser(nn.Module):
             x = x + self.prev_tok(torch.cat([pad, hidden[:, :-1]], 1)) + self.next_tok(torch.cat([hidden[:, 1:], pad], 1))
         if self.list_pos is not None:
             x = x + self.list_pos(list_positions(canvas, self.cfg.list_open_id, self.sep_id, self.cfg.list_pos))
+        if self.rank_proj is not None:
+            x = x + self.rank_proj(rank_features(self.token_rank[canvas.clamp(0, self.cfg.vocab_size - 1)]))
         in_answer = answer_segment(canvas, self.sep_id)
         relation = None
         if self.cfg.grid:
@@ -224,6 +249,8 @@ class TinyDenoiser(nn.Module):
         logits = self.head(query)
         if self.cfg.pointer:
             logits = self._point(h, query, logits, canvas, attention_mask & ~in_answer, positions)
+        if self.grid_exclude is not None:
+            logits = self._exclude(logits, canvas, in_answer & attention_mask, relation, positions)
         return logits.reshape(shape).as_subclass(Logits)
 
     def _grid(self, src: torch.Tensor, attention_mask: torch.Tensor):
@@ -254,6 +281,19 @@ class TinyDenoiser(nn.Module):
         mix = gate * torch.softmax(logits, dim=-1) + (1 - gate) * copy
         return torch.log(mix.clamp_min(1e-12))
 
+    def _exclude(self, logits, canvas, answer, relation, positions) -> torch.Tensor:
+        """Logits minus the learned same-row / same-column amounts for every cell token
+        already visible in the answer's grid on that row / column (see TinyConfig)."""
+        visible = answer & _isin(canvas, list(self.cfg.grid_cell_ids or []))
+        row = torch.arange(canvas.shape[0], device=canvas.device)[:, None].expand_as(positions)[positions]
+        ids = canvas.clamp(0, self.cfg.vocab_size - 1)[row]  # [N, L]
+        out = logits
+        for r in range(2):
+            links = relation[:, r][positions] * visible[row]  # [N, L]: visible cells on the line
+            used = torch.zeros_like(logits).scatter_add_(1, ids, links).clamp_(max=1.0)
+            out = out - self.grid_exclude[r] * used
+        return out
+
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
@@ -265,6 +305,25 @@ def answer_segment(canvas: torch.Tensor, sep_id: int) -> torch.Tensor:
 
 
 COVERAGE_MAX = 3
+# Angular frequencies (times pi) of the rank features: 1 spans the alphabet, 32 tells apart
+# neighbours a few dozen words away (Reese / Roman) that the coarse ones barely separate.
+RANK_FREQUENCIES = (1, 2, 4, 8, 16, 32)
+
+
+def rank_features(rank: torch.Tensor) -> torch.Tensor:
+    """[..., 2F + 1]: the rank itself and sin / cos of it at F frequencies."""
+    angles = rank[..., None] * (math.pi * torch.tensor(RANK_FREQUENCIES, dtype=rank.dtype, device=rank.device))
+    return torch.cat([rank[..., None], torch.sin(angles), torch.cos(angles)], -1)
+
+
+def alphabetical_ranks(tokens: list[str]) -> list[float]:
+    """Each token's place (0..1) when the vocabulary's words, stripped of spaces, quotes and
+    brackets and lower-cased, are sorted; special tokens ([MASK], ...) and tokens with no
+    letters or digits get 0."""
+    keys = ["" if re.fullmatch(r"\[[A-Z]+\]", t) else t.strip(' "[],.\n').lower() for t in tokens]
+    words = sorted({k for k in keys if any(c.isalnum() for c in k)})
+    place = {w: i / max(len(words) - 1, 1) for i, w in enumerate(words)}
+    return [round(place.get(k, 0.0), 6) for k in keys]
 GRID_BIAS_INIT = 4.0
 
 

@@ -27,7 +27,7 @@ from parallelbench.models.tiny.data import (
     training_tasks,
     vocabulary_pairs,
 )
-from parallelbench.models.tiny.model import TinyConfig, TinyDenoiser
+from parallelbench.models.tiny.model import TinyConfig, TinyDenoiser, alphabetical_ranks
 from parallelbench.models.tokenizer import WordTokenizer
 
 CHECKPOINT = "checkpoint.pt"
@@ -40,7 +40,7 @@ LOG = "train_log.jsonl"
 @dataclass
 class TrainConfig:
     out: str = "runs/tiny"
-    steps: int = 11000
+    steps: int = 9500
     minutes: float | None = None  # stop (with a checkpoint) after this wall time
     transition: str = "masked"  # "masked" | "uniform"
     seed: int = 0
@@ -61,6 +61,8 @@ class TrainConfig:
     neighbours: bool = True  # embeddings of the previous and next token ids; see TinyConfig
     grid: int = 8  # size of the grid row / column embeddings (0: none); see TinyConfig
     grid_bias: bool = True  # same-row / same-column attention biases; see TinyConfig
+    grid_exclude: bool = True  # learned same-row / same-column candidate elimination; see TinyConfig
+    rank: bool = True  # alphabetical-rank features of every token; see TinyConfig.token_rank
     grid_clean: float = 0.0  # share of rows whose grid codes are read from the clean answer
     chunk_per_task: int = 512
     checkpoint_every: int = 250
@@ -137,7 +139,9 @@ def model_config(cfg: TrainConfig, tok: WordTokenizer) -> TinyConfig:
         sep_id=tok.sep_id, rope=cfg.rope, tie=cfg.tie, list_pos=cfg.list_pos,
         segments=cfg.segments, pointer=cfg.pointer, coverage=cfg.coverage, neighbours=cfg.neighbours, list_open_id=tok.index.get('["'),
         d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_ff=cfg.d_ff,
-        grid=cfg.grid, grid_bias=cfg.grid_bias and cfg.grid > 0, **(grid_token_ids(tok) if cfg.grid else {}),
+        grid=cfg.grid, grid_bias=cfg.grid_bias and cfg.grid > 0,
+        grid_exclude=cfg.grid_exclude and cfg.grid_bias and cfg.grid > 0,
+        token_rank=alphabetical_ranks(tok.tokens) if cfg.rank else None, **(grid_token_ids(tok) if cfg.grid else {}),
     )
 
 
@@ -179,7 +183,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
     if resume and ckpt_path.exists():
         state = torch.load(ckpt_path, map_location="cpu", weights_only=False)
         # Checkpoints from before the grid embedding existed trained without it.
-        saved = TrainConfig(**{"grid": 0, "grid_bias": False, "grid_clean": 0.0, **state["train_config"]})
+        saved = TrainConfig(**{"grid": 0, "grid_bias": False, "grid_clean": 0.0, "grid_exclude": False, "rank": False, **state["train_config"]})
         # The run's identity comes from the checkpoint; only the stopping rule may change.
         saved.steps, saved.minutes, saved.out, saved.stop_at = cfg.steps, cfg.minutes, cfg.out, cfg.stop_at
         cfg = saved
