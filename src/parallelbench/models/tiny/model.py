@@ -283,16 +283,18 @@ class TinyDenoiser(nn.Module):
 
     def _exclude(self, logits, canvas, answer, relation, positions) -> torch.Tensor:
         """Logits minus the learned same-row / same-column amounts for every cell token
-        already visible in the answer's grid on that row / column (see TinyConfig)."""
+        already visible in the answer's grid on that row / column (see TinyConfig). Only
+        rows that see such a cell are touched: outside the puzzles there are next to none."""
         visible = answer & _isin(canvas, list(self.cfg.grid_cell_ids or []))
         row = torch.arange(canvas.shape[0], device=canvas.device)[:, None].expand_as(positions)[positions]
-        ids = canvas.clamp(0, self.cfg.vocab_size - 1)[row]  # [N, L]
-        out = logits
-        for r in range(2):
-            links = relation[:, r][positions] * visible[row]  # [N, L]: visible cells on the line
-            used = torch.zeros_like(logits).scatter_add_(1, ids, links).clamp_(max=1.0)
-            out = out - self.grid_exclude[r] * used
-        return out
+        links = relation.transpose(1, 2)[positions] * visible[row][:, None, :]  # [N, 2, L]: visible cells on the row / column
+        hit = links.flatten(1).any(-1).nonzero().squeeze(1)
+        if hit.numel() == 0:
+            return logits
+        ids = canvas.clamp(0, self.cfg.vocab_size - 1)[row[hit]][:, None, :].expand(-1, 2, -1)
+        used = torch.zeros(hit.numel(), 2, logits.shape[-1], dtype=logits.dtype, device=logits.device)
+        used = used.scatter_add_(2, ids, links[hit]).clamp_(max=1.0)
+        return logits.index_add(0, hit, -torch.einsum("mrv,r->mv", used, self.grid_exclude))
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
