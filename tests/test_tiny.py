@@ -253,7 +253,7 @@ def test_alphabetical_ranks_order_names_as_the_sort_task_does():
     assert feats.shape == (3, 13) and feats[:, 0].tolist() == [0.0, 0.5, 1.0]
     net = TinyDenoiser(TinyConfig(vocab_size=9, mask_id=1, eos_id=2, d_model=16, n_layers=1, n_heads=2, d_ff=32,
                                   token_rank=alphabetical_ranks(tokens)))
-    assert net.rank_proj is not None and "token_rank" not in net.state_dict()
+    assert net.rank_proj is not None and "rank_table" not in net.state_dict()
     with pytest.raises(ValueError, match="token_rank has 2 entries"):
         TinyDenoiser(TinyConfig(vocab_size=9, mask_id=1, eos_id=2, d_model=16, n_heads=2, token_rank=[0.0, 1.0]))
 

@@ -166,7 +166,9 @@ class TinyDenoiser(nn.Module):
         if cfg.token_rank is not None:
             if len(cfg.token_rank) != cfg.vocab_size:
                 raise ValueError(f"token_rank has {len(cfg.token_rank)} entries for {cfg.vocab_size} tokens")
-            self.register_buffer("token_rank", torch.tensor(cfg.token_rank, dtype=torch.float32), persistent=False)
+            # features depend on the token id only: one [V, 2F + 1] table, looked up per position
+            rank = torch.tensor(cfg.token_rank, dtype=torch.float32)
+            self.register_buffer("rank_table", rank_features(rank), persistent=False)
             self.rank_proj = nn.Linear(2 * len(RANK_FREQUENCIES) + 1, cfg.d_model, bias=False)
         if cfg.pointer:
             self.ptr_q = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
@@ -212,7 +214,7 @@ class TinyDenoiser(nn.Module):
         if self.list_pos is not None:
             x = x + self.list_pos(list_positions(canvas, self.cfg.list_open_id, self.sep_id, self.cfg.list_pos))
         if self.rank_proj is not None:
-            x = x + self.rank_proj(rank_features(self.token_rank[canvas.clamp(0, self.cfg.vocab_size - 1)]))
+            x = x + self.rank_proj(self.rank_table[canvas.clamp(0, self.cfg.vocab_size - 1)])
         in_answer = answer_segment(canvas, self.sep_id)
         relation = None
         if self.cfg.grid:
@@ -246,11 +248,12 @@ class TinyDenoiser(nn.Module):
         else:
             shape = (int(positions.sum()), self.cfg.vocab_size)
         query = h[positions]  # [N, D]
+        row = torch.arange(canvas.shape[0], device=canvas.device)[:, None].expand_as(positions)[positions]  # [N]
         logits = self.head(query)
         if self.cfg.pointer:
-            logits = self._point(h, query, logits, canvas, attention_mask & ~in_answer, positions)
+            logits = self._point(h, query, logits, canvas, attention_mask & ~in_answer, positions, row)
         if self.grid_exclude is not None:
-            logits = self._exclude(logits, canvas, in_answer & attention_mask, relation, positions)
+            logits = self._exclude(logits, canvas, in_answer & attention_mask, relation, positions, row)
         return logits.reshape(shape).as_subclass(Logits)
 
     def _grid(self, src: torch.Tensor, attention_mask: torch.Tensor):
@@ -267,9 +270,8 @@ class TinyDenoiser(nn.Module):
         cells = None if cfg.grid_cell_ids is None else _isin(src, [self.mask_id, *cfg.grid_cell_ids])
         return row, col, _grid_relations(row, col, cfg.grid, cells)
 
-    def _point(self, h, query, logits, canvas, source, positions) -> torch.Tensor:
+    def _point(self, h, query, logits, canvas, source, positions, row) -> torch.Tensor:
         """Log of gate * softmax(logits) + (1 - gate) * (attention over prompt tokens, summed per id)."""
-        row = torch.arange(canvas.shape[0], device=canvas.device)[:, None].expand_as(positions)[positions]
         # Scores of every position against its own row, [B, L, L], then the wanted rows: one
         # batched matmul, where gathering each query's keys ([N, L, D]) cost far more.
         scores = (self.ptr_q(h) @ self.ptr_k(h).transpose(1, 2))[positions] / math.sqrt(h.shape[-1])
@@ -281,12 +283,11 @@ class TinyDenoiser(nn.Module):
         mix = gate * torch.softmax(logits, dim=-1) + (1 - gate) * copy
         return torch.log(mix.clamp_min(1e-12))
 
-    def _exclude(self, logits, canvas, answer, relation, positions) -> torch.Tensor:
+    def _exclude(self, logits, canvas, answer, relation, positions, row) -> torch.Tensor:
         """Logits minus the learned same-row / same-column amounts for every cell token
         already visible in the answer's grid on that row / column (see TinyConfig). Only
         rows that see such a cell are touched: outside the puzzles there are next to none."""
         visible = answer & _isin(canvas, list(self.cfg.grid_cell_ids or []))
-        row = torch.arange(canvas.shape[0], device=canvas.device)[:, None].expand_as(positions)[positions]
         links = relation.transpose(1, 2)[positions] * visible[row][:, None, :]  # [N, 2, L]: visible cells on the row / column
         hit = links.flatten(1).any(-1).nonzero().squeeze(1)
         if hit.numel() == 0:
@@ -307,6 +308,7 @@ def answer_segment(canvas: torch.Tensor, sep_id: int) -> torch.Tensor:
 
 
 COVERAGE_MAX = 3
+GRID_BIAS_INIT = 4.0
 # Angular frequencies (times pi) of the rank features: 1 spans the alphabet, 32 tells apart
 # neighbours a few dozen words away (Reese / Roman) that the coarse ones barely separate.
 RANK_FREQUENCIES = (1, 2, 4, 8, 16, 32)
@@ -326,7 +328,6 @@ def alphabetical_ranks(tokens: list[str]) -> list[float]:
     words = sorted({k for k in keys if any(c.isalnum() for c in k)})
     place = {w: i / max(len(words) - 1, 1) for i, w in enumerate(words)}
     return [round(place.get(k, 0.0), 6) for k in keys]
-GRID_BIAS_INIT = 4.0
 
 
 def coverage_counts(canvas: torch.Tensor, answer: torch.Tensor, hidden_ids: tuple[int, ...]) -> torch.Tensor:
