@@ -58,6 +58,9 @@ _mount()
 
 
 def main() -> None:
+    from parallelbench.userimport import drop_implicit_cwd
+
+    drop_implicit_cwd()  # `python -m parallelbench.cli`: user code only through an explicit spec
     app()
 
 

@@ -219,9 +219,10 @@ def strategy_class(name: str) -> type[Strategy]:
     if name in _REGISTRY:
         return _REGISTRY[name]
     if ":" in name:
-        module_name, _, attr = name.partition(":")
+        from parallelbench.userimport import load_user_attr
+
         try:
-            cls = getattr(importlib.import_module(module_name), attr)
+            cls = load_user_attr(name)
         except (ImportError, AttributeError) as exc:
             raise ValueError(f"cannot load strategy {name!r} ({exc}); use 'package.module:ClassName'") from exc
         if not (isinstance(cls, type) and issubclass(cls, Strategy)):

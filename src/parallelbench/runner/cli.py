@@ -74,9 +74,7 @@ def run(
 ) -> None:
     from rich.console import Console
 
-    from parallelbench.runner.spec import RunSpec, SpecError, ensure_cwd_importable
-
-    ensure_cwd_importable()
+    from parallelbench.runner.spec import RunSpec, SpecError
     console = Console()
     try:
         spec = RunSpec.from_yaml(spec_file) if spec_file is not None else RunSpec()
