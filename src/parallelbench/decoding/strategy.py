@@ -23,7 +23,7 @@ from parallelbench.decoding import scores as scores_mod
 from parallelbench.decoding.view import Decision, StepView
 
 if TYPE_CHECKING:
-    from parallelbench.models.base import MaskedDiffusionModel
+    from parallelbench.models.protocols import MaskedDiffusionModel
 
 StrategyKind = Literal["topk", "adaptive"]
 

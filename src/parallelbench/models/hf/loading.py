@@ -48,9 +48,8 @@ def build_remote_dllm(ckpt: Checkpoint, opts: Any, *, net_class: type, default_m
     """Load a remote-code dLLM (LLaDA, Dream) and wrap it: the families differ only in their net class."""
     from transformers import AutoModel
 
-    from parallelbench.models.hf.llada import mask_id_of
     from parallelbench.models.hf.text_model import HFDiffusionTextModel
-    from parallelbench.models.hf.tokenizer import HFChatTokenizer, stop_ids_of
+    from parallelbench.models.hf.tokenizer import HFChatTokenizer, mask_id_of, stop_ids_of
 
     trust = True if opts.trust_remote_code is None else opts.trust_remote_code
     tokenizer = load_tokenizer(ckpt, trust_remote_code=trust, revision=opts.revision)

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from parallelbench.models.tiny.data import (
+    EOS_WEIGHT,
     HeldOutGuard,
     TrainingStream,
     collate,
@@ -84,7 +85,6 @@ def lr_at(cfg: TrainConfig, step: int) -> float:
 
 
 T_MIN = 0.05  # smallest masking ratio drawn (see masked_diffusion_loss)
-EOS_WEIGHT = 0.1  # loss weight of [EOS] padding targets
 
 
 def masked_diffusion_loss(
