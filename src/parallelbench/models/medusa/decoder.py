@@ -26,7 +26,6 @@ from parallelbench.models.base import Generation
 from parallelbench.models.medusa.heads import WEIGHTS_PT, WEIGHTS_ST, MedusaHeads
 
 if TYPE_CHECKING:
-    from parallelbench.models.hf.causal import HFCausalTextModel
     from parallelbench.tasks.base import Sample
 
 MODES = {"medusa": False, "medusa-verified": True}  # strategy name -> verified
@@ -45,9 +44,11 @@ def heads_fingerprint(folder: str | Path) -> str:
 
 
 class MedusaTextModel:
+    """`base` is the backbone's `HFCausalTextModel` (its model, chat tokenizer and stop ids)."""
+
     kind = "medusa"
 
-    def __init__(self, base: "HFCausalTextModel", heads: MedusaHeads, heads_dir: str | Path):
+    def __init__(self, base: Any, heads: MedusaHeads, heads_dir: str | Path):
         self.base = base
         self.heads = heads.to(next(base.model.parameters()).device).eval()
         self.heads_dir = str(heads_dir)
