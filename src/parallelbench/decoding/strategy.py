@@ -183,6 +183,7 @@ _BUILTIN_MODULES = (
     "parallelbench.decoding.schedules.wino",
     "parallelbench.decoding.schedules.apd",
     "parallelbench.decoding.remasking",
+    "parallelbench.decoding.schedules.medusa",
 )
 _loaded = False
 

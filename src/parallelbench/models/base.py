@@ -54,7 +54,7 @@ class Generation:
         return self.num_tokens / self.nfe if self.nfe else 0.0
 
 
-ModelKind = Literal["diffusion", "autoregressive", "api", "ideal"]
+ModelKind = Literal["diffusion", "autoregressive", "api", "ideal", "medusa"]
 
 
 class BenchModel(Protocol):

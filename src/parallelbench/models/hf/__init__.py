@@ -38,6 +38,10 @@ def load(arg: str, **options: Any):
             f"cannot tell which adapter 'hf:{arg}' needs (model_type {kind!r}); "
             f"pass --model-opt family=<{'|'.join(FAMILIES)}>"
         )
+    if opts.medusa and family != "causal":
+        raise HFModelError(
+            f"--model-opt medusa=... needs an autoregressive (causal) model; 'hf:{arg}' is a {family} model"
+        )
     device = resolve_device(opts.device)
     params = estimate_parameters(ckpt.config)
     if device == "cpu" and not opts.device and not opts.force and params > opts.max_cpu_params:
