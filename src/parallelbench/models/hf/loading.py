@@ -51,7 +51,7 @@ def build_remote_dllm(ckpt: Checkpoint, opts: Any, *, net_class: type, default_m
     from parallelbench.models.hf.text_model import HFDiffusionTextModel
     from parallelbench.models.hf.tokenizer import HFChatTokenizer, mask_id_of, stop_ids_of
 
-    trust = True if opts.trust_remote_code is None else opts.trust_remote_code
+    trust = opts.trust_remote_code is True  # resolved by the package's remote-code policy
     tokenizer = load_tokenizer(ckpt, trust_remote_code=trust, revision=opts.revision)
     model = load_weights(ckpt, AutoModel, device=device, dtype=dtype, trust_remote_code=trust, revision=opts.revision)
     stops = stop_ids_of(tokenizer, ckpt.config)
