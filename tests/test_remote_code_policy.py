@@ -139,6 +139,6 @@ def test_resume_refuses_a_planted_pickle(tmp_path):
     marker = tmp_path / MARKER
     torch.save({"model": _Planted(str(marker))}, out / "checkpoint.pt")  # weights_only=False would run it
     with pytest.raises(CheckpointError, match="drop --resume") as err:
-        train(TrainConfig(out=str(out), steps=1), resume=True, progress=False)
+        train(TrainConfig(out=str(out), steps=1, threads=torch.get_num_threads()), resume=True, progress=False)
     assert "\n" not in str(err.value)
     assert not marker.exists()
