@@ -12,6 +12,8 @@ def load_tokenizer(ckpt: Checkpoint, *, trust_remote_code: bool, revision: str |
     from transformers import AutoTokenizer
 
     kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    if ckpt.offline:  # the hub cannot be reached: no retries, the cache only
+        kwargs["local_files_only"] = True
     if ckpt.gguf_file:
         kwargs["gguf_file"] = ckpt.gguf_file
     if revision:
@@ -26,6 +28,8 @@ def load_weights(
     ckpt: Checkpoint, auto_class: Any, *, device: str, dtype: Any, trust_remote_code: bool, revision: str | None = None
 ) -> Any:
     kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code, "dtype": dtype}
+    if ckpt.offline:
+        kwargs["local_files_only"] = True
     if ckpt.gguf_file:
         kwargs["gguf_file"] = ckpt.gguf_file
     if revision:
