@@ -142,3 +142,14 @@ def test_resume_refuses_a_planted_pickle(tmp_path):
         train(TrainConfig(out=str(out), steps=1, threads=torch.get_num_threads()), resume=True, progress=False)
     assert "\n" not in str(err.value)
     assert not marker.exists()
+
+
+def test_opt_in_on_a_native_family_is_ignored_with_a_warning(tmp_path, caplog):
+    folder = trap_checkpoint(tmp_path / "ckpt", LLADA_CFG)
+    with caplog.at_level("WARNING", logger="parallelbench.models.hf"):
+        try:
+            load_model(f"hf:{folder}", device="cpu", trust_remote_code=True)
+        except Exception:  # noqa: BLE001 - no weights here; only the warning and the trap matter
+            pass
+    assert any("trust_remote_code=true ignored" in r.getMessage() for r in caplog.records)
+    assert not _executed(folder)
