@@ -43,6 +43,7 @@ def _mount() -> None:
     from parallelbench.analysis.cli import leaderboard, report
     from parallelbench.models.tiny.cli import app as tiny_app, train
     from parallelbench.models.medusa.cli import app as medusa_app
+    from parallelbench.models.cli import app as models_app
 
     app.add_typer(tasks_app, name="tasks")
     app.command("score")(score)
@@ -54,6 +55,7 @@ def _mount() -> None:
     app.command("train")(train)
     app.add_typer(tiny_app, name="tiny")
     app.add_typer(medusa_app, name="medusa")
+    app.add_typer(models_app, name="models")
 
 
 _mount()

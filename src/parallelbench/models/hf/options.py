@@ -21,7 +21,7 @@ class HFOptions:
     dtype: str | None = None  # bfloat16 / float16 / float32; default bf16 on GPU, fp32 on CPU
     cache: str | None = None  # KV cache: none, prefix or dual (Fast-dLLM); default: the family's (none; DiffusionGemma prefix)
     batch_size: int = 8  # samples per forward batch
-    trust_remote_code: bool | None = None  # default: only for families that need it (LLaDA, Dream)
+    trust_remote_code: bool | None = None  # run the checkpoint's own code: only if true and no native family
     force: bool = False  # run a large model on CPU anyway
     family: str | None = None  # override detection: llada, dream, diffusion_gemma, causal
     revision: str | None = None  # hub revision
