@@ -163,6 +163,9 @@ def test_bad_input_is_one_line(backbone, tmp_path) -> None:
         model.generate(samples, build_strategy("confidence-topk", k=2), max_new_tokens=8)
     with pytest.raises(ValueError, match="temperature"):
         build_strategy("medusa", k=2, temperature=1.0)
+    from parallelbench.decoding import strategy_names
+
+    assert "medusa" not in strategy_names()  # not a diffusion-engine strategy: sweeps over presets skip it
 
 
 def test_run_and_cli(backbone, tmp_path) -> None:

@@ -176,6 +176,7 @@ class Strategy:
 
 # ---------------------------------------------------------------------- registry
 _REGISTRY: dict[str, type[Strategy]] = {}
+_UNLISTED: set[str] = set()  # buildable by name, but not diffusion-engine strategies (Medusa modes)
 _BUILTIN_MODULES = (
     "parallelbench.decoding.presets",
     "parallelbench.decoding.schedules.dus",
@@ -188,14 +189,20 @@ _BUILTIN_MODULES = (
 _loaded = False
 
 
-def register_strategy(name: str):
-    """Class decorator: make a Strategy subclass buildable by `name`."""
+def register_strategy(name: str, *, listed: bool = True):
+    """Class decorator: make a Strategy subclass buildable by `name`.
+
+    `listed=False` keeps it out of `strategy_names()`, the strategies the diffusion engine
+    decodes with; used for modes that only a particular model kind runs (Medusa heads).
+    """
 
     def deco(cls: type[Strategy]) -> type[Strategy]:
         if not (isinstance(cls, type) and issubclass(cls, Strategy)):
             raise TypeError(f"register_strategy({name!r}) needs a Strategy subclass, got {cls!r}")
         cls.name = name
         _REGISTRY[name] = cls
+        if not listed:
+            _UNLISTED.add(name)
         return cls
 
     return deco
@@ -210,8 +217,9 @@ def _load_builtins() -> None:
 
 
 def strategy_names() -> list[str]:
+    """The diffusion engine's strategies (Medusa modes are built by name but not listed)."""
     _load_builtins()
-    return list(_REGISTRY)
+    return [n for n in _REGISTRY if n not in _UNLISTED]
 
 
 def strategy_class(name: str) -> type[Strategy]:

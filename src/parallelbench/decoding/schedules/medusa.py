@@ -39,11 +39,11 @@ class _MedusaMode(Strategy):
         )
 
 
-@register_strategy("medusa")
+@register_strategy("medusa", listed=False)
 class Medusa(_MedusaMode):
     """The paper's study: commit k tokens per step without verification."""
 
 
-@register_strategy("medusa-verified")
+@register_strategy("medusa-verified", listed=False)
 class MedusaVerified(_MedusaMode):
     """Medusa's own use: keep the guesses the backbone's greedy choice confirms."""
