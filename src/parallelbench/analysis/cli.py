@@ -91,9 +91,13 @@ def report(
     Example: parallelbench report --db parallelbench.db --out parallelbench-out
     """
     from parallelbench.analysis.report import ResultsDatabaseError, write_report
+    from parallelbench.outputs import OutputError, check_folder, output_error
 
     try:
+        check_folder(out, "the report")
         path = write_report(db, out)
-    except (FileNotFoundError, ResultsDatabaseError) as err:
+    except (FileNotFoundError, ResultsDatabaseError, OutputError) as err:
         _fail(str(err))
+    except OSError as err:  # disk full or permissions changed while writing
+        _fail(str(output_error(out, err, "the report")))
     typer.echo(f"report written to {path}")

@@ -62,7 +62,9 @@ def load_frame(db_path: Path) -> pd.DataFrame:
             return store.frame()
         finally:
             store.close()
-    except (sqlite3.DatabaseError, StoreError) as err:  # e.g. a CSV or JSONL export passed as --db
+    except StoreError as err:  # already one line that names the file and the fix
+        raise ResultsDatabaseError(str(err)) from None
+    except sqlite3.DatabaseError as err:  # e.g. a CSV or JSONL export passed as --db
         raise ResultsDatabaseError(
             f"{db_path} is not a results database ({err}); pass the --db file written by `parallelbench run`"
         ) from None

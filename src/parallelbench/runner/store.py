@@ -96,15 +96,54 @@ class MissingStoreError(StoreError, FileNotFoundError):
     """No database at the path (still a FileNotFoundError, as before)."""
 
 
+_HINTS = (  # (words in the error, what to do), first match wins
+    (("disk is full", "no space left", "file too large", "quota", "disk i/o error"),
+     "the disk is full (or failing): free some space or pass --db on another disk"),
+    (("read-only", "readonly", "permission denied", "operation not permitted", "not writable", "unable to open"),
+     "the file or its folder is not writable: pass --db in a folder you can write to"),
+    (("file exists", "not a directory"), "a part of the path is a file, not a folder: pass another --db path"),
+    (("not a database", "malformed", "file is encrypted"),
+     "it is not a SQLite database and so is not a results database (a corrupt file or another kind of file): "
+     "pass a new path or a .db file written by parallelbench"),
+)
+
+
 def _unusable(path: Path, exc: BaseException) -> StoreError:
     reason = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, StoreError):
+        return exc
     if isinstance(exc, IsADirectoryError) or path.is_dir():
         hint = "pass a file path such as --db results.db"
-    elif isinstance(exc, sqlite3.DatabaseError) and "not a database" in reason:
-        hint = "the file is not a SQLite database; pass a new path or a parallelbench .db file"
     else:
-        hint = "pass a writable file path with --db"
+        low = reason.lower()
+        hint = next((h for words, h in _HINTS if any(w in low for w in words)), "pass a writable file path with --db")
     return StoreError(f"cannot use results database {path}: {reason}; {hint}")
+
+
+def _sidecars(path: Path) -> list[Path]:
+    """The database file and the journal files SQLite keeps beside it."""
+    return [path] + [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
+
+
+def _remove(path: Path) -> None:
+    for p in _sidecars(path):
+        try:
+            p.unlink()
+        except OSError:
+            pass
+
+
+def _check_folder_writable(path: Path) -> None:
+    """A new database needs a folder it can create files in (root's os.access says yes to anything)."""
+    parent = path.parent if str(path.parent) else Path(".")
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create results database {path}: its folder {parent} is not writable ({exc.strerror or exc}); "
+            "pass --db in a folder you can write to"
+        ) from None
 
 
 def check_store_path(path: str | Path) -> None:
@@ -142,23 +181,52 @@ class ResultsStore:
             )
         self.timeout = timeout
         self._conn = None
+        self.created = False  # this store made the file (so it may remove it again if left empty)
         try:
             if self.path.is_dir():
                 raise IsADirectoryError("it is a folder")
-            if create and self.path.parent != Path(""):
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+            if create and not self.path.exists():
+                if self.path.parent != Path(""):
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                _check_folder_writable(self.path)
+                self.created = True
             self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
             self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            self._validate()  # a file that is not ours fails here, not mid-read
             if create:
                 self._retry(self._init_schema)
-            else:
-                self._has_table()  # a file that is not SQLite fails here, not mid-read
-        except (sqlite3.DatabaseError, OSError) as exc:
+        except (sqlite3.DatabaseError, OSError, StoreError) as exc:
             if self._conn is not None:
                 self._conn.close()
+                self._conn = None
+            if self.created:
+                _remove(self.path)
             raise _unusable(self.path, exc) from None
 
     # -- setup -------------------------------------------------------------------------
+    def _validate(self) -> None:
+        """Refuse a SQLite file of another program, or one written by a newer parallelbench."""
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        ours = {"results", "meta", "sqlite_sequence"}
+        if tables and "results" not in tables and not tables <= ours:
+            shown = ", ".join(sorted(tables - ours)[:5])
+            raise StoreError(
+                f"cannot use results database {self.path}: it is a SQLite database of another program, not a results "
+                f"database (tables: {shown}); pass a new path or a .db file written by parallelbench"
+            )
+        if "meta" in tables:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            try:
+                version = int(row[0]) if row else 0
+            except (TypeError, ValueError):
+                version = SCHEMA_VERSION + 1  # unreadable: not something this version wrote
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"cannot use results database {self.path}: it was written by a newer parallelbench "
+                    f"(schema {row[0] if row else '?'}; this version reads up to {SCHEMA_VERSION}); "
+                    "upgrade parallelbench (pip install -U parallelbench) or pass another --db"
+                )
+
     def _init_schema(self) -> None:
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")
@@ -171,8 +239,16 @@ class ResultsStore:
             )
             self._conn.execute("COMMIT")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._rollback()
             raise
+
+    def _rollback(self) -> None:
+        """Roll back if a transaction is still open; a failed rollback must not hide the first error."""
+        try:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
     def _retry(self, fn, *args, attempts: int = 20):
         """Run `fn` again when another process holds the write lock past the busy timeout."""
@@ -186,9 +262,21 @@ class ResultsStore:
                 time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
         raise AssertionError("unreachable")
 
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
+    def close(self, *, discard_empty: bool = False) -> None:
+        """Close; with `discard_empty`, a database this store created and never wrote a row
+        to is removed, so a run that saved nothing leaves no empty file behind."""
+        if self._conn is None:
+            return
+        empty = False
+        if discard_empty and self.created:
+            try:
+                empty = self.count() == 0
+            except sqlite3.Error:
+                empty = False
+        self._conn.close()
+        self._conn = None
+        if empty:
+            _remove(self.path)
 
     def __enter__(self) -> "ResultsStore":
         return self
@@ -226,7 +314,7 @@ class ResultsStore:
                 self._conn.execute("COMMIT")
                 return added
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
 
         try:
