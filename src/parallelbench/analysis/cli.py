@@ -70,6 +70,8 @@ def leaderboard(
     from rich.markup import escape
     from rich.table import Table
 
+    from parallelbench.display import display_name
+
     table = Table(title=f"Leaderboard ({escape(source)}): tokens per step sustained at accuracy ≥ threshold")
     table.add_column("#", justify="right")
     table.add_column("strategy")
@@ -78,7 +80,8 @@ def leaderboard(
     for name in names:
         table.add_column(f"≥{name}%", justify="right")
     for i, row in ranked.iterrows():
-        table.add_row(str(i + 1), escape(str(row["strategy"])), str(row["kind"]), *(f"{row[n]:.2f}" for n in names))
+        table.add_row(str(i + 1), escape(display_name(row["strategy"])), escape(display_name(row["kind"])),
+                      *(f"{row[n]:.2f}" for n in names))
     Console().print(table)
 
 

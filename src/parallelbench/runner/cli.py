@@ -256,10 +256,16 @@ def results(
         selected = selected[selected["task"].isin(_task_ids(tasks))]
     if selected.empty:
         wanted = " and ".join(f"{flag} {value}" for flag, value in (("--model", model), ("--tasks", tasks)) if value)
-        models = ", ".join(sorted(frame["model"].unique()))
+        from parallelbench.display import display_name
+
+        def listed(values) -> str:  # names as shown: cleaned, cut, at most 20
+            names = sorted(display_name(v) for v in set(values))
+            return ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
+
+        models = listed(frame["model"])
         console.print(
             f"[yellow]no rows match {escape(wanted)}[/yellow]; the database holds models {escape(f'[{models}]')} "
-            f"and {frame['task'].nunique()} tasks ({escape(', '.join(sorted(frame['task'].unique())))})",
+            f"and {frame['task'].nunique()} tasks ({escape(listed(frame['task']))})",
             soft_wrap=True,
         )
         return
