@@ -221,6 +221,8 @@ def test_out_paths_that_are_files_or_folders(tmp_path: Path) -> None:
                           "it is a folder")
     assert_one_line_error(*invoke(["tasks", "import", "../shared/official-parallelbench", "--out", str(tmp_path / "adir")]),
                           "it is a folder")
+    assert_one_line_error(*invoke(["score", "--tasks", str(tmp_path / "none"), "--outputs", str(afile),
+                                   "--per-sample", str(tmp_path / "adir")]), "it is a folder")
     assert_one_line_error(*invoke([*RUN, "--report", "--db", str(tmp_path / "n.db"), "--out", str(afile)]),
                           "is a file, not a folder", "--no-report")
     assert afile.read_text() == "keep me"

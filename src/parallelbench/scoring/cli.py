@@ -70,6 +70,13 @@ def score(
     from parallelbench.scoring.similarity import MODEL_ENV, MetricUnavailable  # noqa: PLC0415
 
     console = Console()
+    if per_sample is not None:  # an unwritable --per-sample is known before any scoring
+        from parallelbench.outputs import OutputError, check_file  # noqa: PLC0415
+
+        try:
+            check_file(per_sample, "the per-sample scores")
+        except OutputError as err:
+            _fail(console, str(err))
     if grammar_backend:
         os.environ[BACKEND_ENV] = grammar_backend
     if bertscore_model:
