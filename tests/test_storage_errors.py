@@ -132,6 +132,23 @@ def test_read_only_folder_for_a_new_database(tmp_path: Path) -> None:
         assert list(ro.iterdir()) == []
 
 
+def test_database_in_a_read_only_folder_is_readable_not_writable(tmp_path: Path) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    db = good_db(folder / "r.db")
+    with read_only(folder):
+        code, text = invoke(["results", "--db", str(db)])
+        assert code == 0 and "confidence-topk" in text, text
+        code, text = invoke(["results", "export", "--db", str(db), "--format", "jsonl", "--out", str(tmp_path / "x.jsonl")])
+        assert code == 0, text
+        assert len((tmp_path / "x.jsonl").read_text().splitlines()) == 2
+        assert_one_line_error(*invoke([*RUN, "--db", str(db)]), "not writable", "journal")
+        code, text = invoke([*RUN, "--db", str(db), "--dry-run"])  # the plan, then the one line
+        assert code != 0 and "Traceback" not in text
+        assert text.strip().splitlines()[-1].startswith("error: ") and "not writable" in text.strip().splitlines()[-1]
+        assert sorted(p.name for p in folder.iterdir()) == ["r.db"]
+
+
 def test_disk_full_mid_write_is_one_line(tmp_path: Path) -> None:
     """SQLite's own disk-full error, raised from the write layer of a real store."""
     store = ResultsStore(tmp_path / "r.db")

@@ -133,13 +133,19 @@ def _remove(path: Path) -> None:
             pass
 
 
-def _check_folder_writable(path: Path) -> None:
-    """A new database needs a folder it can create files in (root's os.access says yes to anything)."""
+def _check_folder_writable(path: Path, existing: bool = False) -> None:
+    """Writing needs a folder SQLite can create files in (root's os.access says yes to anything)."""
     parent = path.parent if str(path.parent) else Path(".")
     try:
         with tempfile.TemporaryFile(dir=parent):
             pass
     except OSError as exc:
+        if existing:
+            raise StoreError(
+                f"cannot write to results database {path}: its folder {parent} is not writable "
+                f"({exc.strerror or exc}) and SQLite keeps its journal beside the database; pass --db in a folder "
+                "you can write to (reading it with `parallelbench results` or `report` works)"
+            ) from None
         raise StoreError(
             f"cannot create results database {path}: its folder {parent} is not writable ({exc.strerror or exc}); "
             "pass --db in a folder you can write to"
@@ -156,6 +162,7 @@ def check_store_path(path: str | Path) -> None:
             store.count()
         if not os.access(p, os.W_OK):
             raise _unusable(p, PermissionError("the file is not writable"))
+        _check_folder_writable(p, existing=True)
         return
     parent = p.parent if str(p.parent) else Path(".")
     probe = parent
@@ -190,8 +197,9 @@ class ResultsStore:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
                 _check_folder_writable(self.path)
                 self.created = True
-            self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
-            self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            elif create:  # SQLite writes its journal beside the database
+                _check_folder_writable(self.path, existing=True)
+            self._conn = self._connect(create)
             self._validate()  # a file that is not ours fails here, not mid-read
             if create:
                 self._retry(self._init_schema)
@@ -204,6 +212,25 @@ class ResultsStore:
             raise _unusable(self.path, exc) from None
 
     # -- setup -------------------------------------------------------------------------
+    def _connect(self, create: bool) -> sqlite3.Connection:
+        """A connection; for reading only, a database in a read-only folder (where SQLite cannot
+        create its WAL index) is opened as an immutable file instead."""
+        conn = sqlite3.connect(str(self.path), timeout=self.timeout, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        if create:
+            return conn
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError as exc:
+            text = str(exc).lower()
+            if "unable to open" not in text and "readonly" not in text and "read-only" not in text:
+                conn.close()
+                raise
+            conn.close()
+        uri = self.path.absolute().as_uri() + "?mode=ro&immutable=1"
+        return sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
+
     def _validate(self) -> None:
         """Refuse a SQLite file of another program, or one written by a newer parallelbench."""
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
