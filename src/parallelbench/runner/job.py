@@ -188,7 +188,7 @@ def run_job(
     finally:
         sessions.close()
         if store is not None:
-            store.close()
+            store.close(discard_empty=True)  # a run that saved nothing leaves no empty file
     result.wall_time = time.perf_counter() - t0
     return result
 
