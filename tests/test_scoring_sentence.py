@@ -113,3 +113,13 @@ def test_every_builtin_w2s_reference_scores_100_percent() -> None:
         (s.id, s.answer) for t in ids for s in get_task(t).samples(None) if score(s, s.answer).score != 1.0
     ]
     assert failed == []
+
+
+def test_word_list_answers_score_zero_on_every_paper_w2s_sample() -> None:
+    """The loophole measured on the three paper tasks (300 samples): 0.98-1.00 before the rule."""
+    for level in ("easy", "medium", "hard"):
+        for s in get_task(f"text_writing/w2s_{level}").samples(None):
+            words = s.data["words"]
+            for answer in (" ".join(words), ", ".join(words) + ".", ", ".join(w.capitalize() for w in words) + "."):
+                result = score(s, answer)
+                assert result.score == 0.0, (s.id, answer, result.meta["sentence_rule"])
