@@ -21,7 +21,7 @@ def run(strategy: str, n: int, k: int, samples: int, batch: int, formatting: boo
     import torch
 
     from parallelbench.decoding import build_strategy, decode
-    from parallelbench.models.ideal_synthetic import BOS, synthetic_task
+    from parallelbench.models.ideal.synthetic import BOS, synthetic_task
     from parallelbench.theory.closed_forms import shuffle_topk_accuracy
     from parallelbench.theory.simulate import GREEDY_NOISE_STD
 
@@ -69,7 +69,7 @@ def forward_scaling(ns=(6, 7, 8, 9), rows: int = 1000) -> None:
     """CPU time of one ideal-model call on `rows` distinct shuffle canvases (2 positions committed)."""
     import torch
 
-    from parallelbench.models.ideal_synthetic import BOS, FIRST_ITEM, synthetic_task
+    from parallelbench.models.ideal.synthetic import BOS, FIRST_ITEM, synthetic_task
 
     gen = torch.Generator().manual_seed(0)
     for n in ns:

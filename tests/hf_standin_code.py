@@ -1,7 +1,8 @@
 """Stand-ins for remote-code dLLMs (LLaDA, Dream), saved into test checkpoints as their model code.
 
 No tests here: `test_models_hf.py` copies this file next to tiny random weights so the
-`hf:` loader goes through `trust_remote_code` exactly as with the real checkpoints.
+`hf:` loader goes through its remote-code adapters (explicit `family=` and
+`trust_remote_code=true`: the real model_types "llada" and "Dream" load natively).
 The forward mimics each family's signature: LLaDA takes a 2-D 0/1 mask and places new
 tokens right after `past_key_values`; Dream takes "full" or a 4-D boolean mask and
 explicit `position_ids`. Attention is bidirectional; positions are learned embeddings
@@ -27,11 +28,11 @@ class _StandInConfig(PretrainedConfig):
 
 
 class LLaDAStandInConfig(_StandInConfig):
-    model_type = "llada"
+    model_type = "llada_standin"  # not "llada": that model_type loads natively, never through remote code
 
 
 class DreamStandInConfig(_StandInConfig):
-    model_type = "Dream"
+    model_type = "dream_standin"  # not "Dream", for the same reason
 
 
 class _Layer(nn.Module):

@@ -3,8 +3,8 @@
 import pytest
 
 from parallelbench.decoding import build_strategy
-from parallelbench.models.ideal_bench import NoAnswerSetError
-from parallelbench.models.ideal_tokenizer import AnswerTokenizer, split_words
+from parallelbench.models.ideal.bench import NoAnswerSetError
+from parallelbench.models.ideal.tokenizer import AnswerTokenizer, split_words
 from parallelbench.models.registry import load_model
 from parallelbench.tasks import get_task, valid_answers
 

@@ -7,7 +7,7 @@ import torch
 
 from parallelbench.models.base import MaskedDiffusionModel
 from parallelbench.models.ideal import IMPOSSIBLE, AnswerSet, IdealModel
-from parallelbench.models.ideal_synthetic import MASK, synthetic_task
+from parallelbench.models.ideal.synthetic import MASK, synthetic_task
 
 M, E = 0, 4  # mask and EOS ids of the hand-made vocabulary of size 5
 

@@ -1,7 +1,8 @@
 """Offline tests of the `hf:` adapters on tiny randomly initialised checkpoints built here.
 
-LLaDA and Dream ship remote code, so their checkpoints get `hf_standin_code.py`
-as their model code (loaded through trust_remote_code, like the real ones);
+The remote-code adapters (checkpoints that ship their own model code, LLaDA- and
+Dream-like) are tested on checkpoints whose model code is `hf_standin_code.py`, loaded
+with an explicit family and trust_remote_code=true (`load_standin`);
 DiffusionGemma and the causal LM use transformers' own classes with tiny configs.
 """
 
@@ -78,6 +79,12 @@ def ckpts(tmp_path_factory):
     }
 
 
+def load_standin(path: Path, **options):
+    """A stand-in checkpoint through its remote-code adapter: both opt-ins are explicit."""
+    family = json.loads((path / "config.json").read_text())["model_type"].split("_")[0]
+    return load_model(f"hf:{path}", family=family, trust_remote_code=True, **options)
+
+
 def prompts_of(model, n=3):
     sample_msgs = [MESSAGES, MESSAGES[:1], [{"role": "user", "content": "the answer is A B"}]]
     return [model.tokenizer.encode_chat(m) for m in sample_msgs[:n]]
@@ -86,9 +93,12 @@ def prompts_of(model, n=3):
 # ---------------------------------------------------------------------- detection and errors
 def test_family_detection_from_config_fields() -> None:
     assert detect_family({"model_type": "llada"}) == "llada"
-    assert detect_family({"architectures": ["LLaDAModelLM"], "model_type": "x"}) == "llada"
+    assert detect_family({"model_type": "LLaDA"}) == "llada"
+    assert detect_family({"d_model": 64, "n_heads": 4, "n_layers": 2, "mask_token_id": 126336}) == "llada"  # OLMo-style
     assert detect_family({"model_type": "Dream"}) == "dream"  # Dream 7B and DiffuCoder
-    assert detect_family({"auto_map": {"AutoModel": "modeling_dream.DreamModel"}}) == "dream"
+    # a class *name* selects nothing: neither architectures nor auto_map opt a checkpoint into a family
+    assert detect_family({"architectures": ["LLaDAModelLM"], "model_type": "x"}) is None
+    assert detect_family({"auto_map": {"AutoModel": "modeling_dream.DreamModel"}}) is None
     assert detect_family({"model_type": "diffusion_gemma"}) == "diffusion_gemma"
     assert detect_family({"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"]}) == "causal"
     assert detect_family({"model_type": "llama"}) == "causal"
@@ -128,9 +138,9 @@ def test_missing_models_fail_in_one_line(tmp_path: Path, monkeypatch) -> None:
 
 def test_bad_options_are_named(ckpts) -> None:
     with pytest.raises(ModelSpecError, match="unknown hf model option"):
-        load_model(f"hf:{ckpts['llada']}", colour="blue")
+        load_standin(ckpts["llada"], colour="blue")
     with pytest.raises(ModelSpecError, match="cache"):
-        load_model(f"hf:{ckpts['llada']}", device="cpu", cache="dual")  # LLaDA's forward has no position ids
+        load_standin(ckpts["llada"], device="cpu", cache="dual")  # LLaDA's forward has no position ids
 
 
 # ---------------------------------------------------------------------- logits helpers
@@ -151,7 +161,7 @@ def test_stop_ids_merge_their_probability_into_eos() -> None:
 
 # ---------------------------------------------------------------------- tokenizer and loading
 def test_chat_template_and_stop_ids(ckpts) -> None:
-    model = load_model(f"hf:{ckpts['llada']}", device="cpu")
+    model = load_standin(ckpts["llada"], device="cpu")
     tok = model.tokenizer
     ids = tok.encode_chat(MESSAGES)
     text = tok.tokenizer.decode(ids)
@@ -165,7 +175,7 @@ def test_chat_template_and_stop_ids(ckpts) -> None:
 
 def test_loaded_adapters_expose_the_engine_interface(ckpts) -> None:
     for family, path in (("llada", ckpts["llada"]), ("dream", ckpts["dream"])):
-        model = load_model(f"hf:{path}", device="cpu")
+        model = load_standin(path, device="cpu")
         net = model.net
         assert net.family == family and model.kind == "diffusion"
         vocab = model.tokenizer.tokenizer.get_vocab()
@@ -178,7 +188,7 @@ def test_loaded_adapters_expose_the_engine_interface(ckpts) -> None:
 
 
 def test_dream_logits_come_from_the_previous_position(ckpts) -> None:
-    net = load_model(f"hf:{ckpts['dream']}", device="cpu").net
+    net = load_standin(ckpts["dream"], device="cpu").net
     canvas = torch.tensor([[7, 8, 9, 1, 1, 1]])
     raw = net.model(canvas, attention_mask="full").logits
     out = net.forward(canvas, attention_mask=torch.ones_like(canvas, dtype=torch.bool))
@@ -191,7 +201,7 @@ def test_left_padding_is_masked_out(ckpts) -> None:
     counts positions from the first real token), and pad values never matter (both).
     Position 2 is skipped: Dream's logit there comes from the pad before it (shift)."""
     for name in ("llada", "dream"):
-        net = load_model(f"hf:{ckpts[name]}", device="cpu").net
+        net = load_standin(ckpts[name], device="cpu").net
         row = torch.tensor([[7, 8, 9, 1, 1]])
         padded = torch.tensor([[0, 0, 7, 8, 9, 1, 1]])
         other_pad = torch.tensor([[12, 13, 7, 8, 9, 1, 1]])
@@ -207,7 +217,7 @@ def test_left_padding_is_masked_out(ckpts) -> None:
 # ---------------------------------------------------------------------- every strategy, every dLLM
 @pytest.mark.parametrize("family", ["llada", "dream"])
 def test_every_strategy_decodes_to_completion(ckpts, family) -> None:
-    model = load_model(f"hf:{ckpts[family]}", device="cpu")
+    model = load_standin(ckpts[family], device="cpu")
     prompts = prompts_of(model)
     verifier = _ShiftedVerifier(model.net)
     for name in strategy_names():
@@ -242,14 +252,14 @@ def test_cache_matches_uncached_when_it_must(ckpts, family, modes) -> None:
     and position, and tokens outside the window do not change between refreshes (a step
     commits only inside the active block). So the cached keys are exactly what a full pass
     would compute, and cached decoding must give the uncached tokens."""
-    base = load_model(f"hf:{ckpts[family]}", device="cpu")
+    base = load_standin(ckpts[family], device="cpu")
     prompts = prompts_of(base)
     for strategy in (build_strategy("confidence-topk", k=1, block_length=4),
                      build_strategy("confidence-threshold", threshold=0.5, block_length=8),
                      build_strategy("confidence-topk", k=2)):
         plain, _ = _decode_with(base.net, prompts, strategy)
         for mode in modes:
-            cached = load_model(f"hf:{ckpts[family]}", device="cpu", cache=mode)
+            cached = load_standin(ckpts[family], device="cpu", cache=mode)
             got, refreshes = _decode_with(cached.net, prompts, strategy)
             assert [r.tokens for r in got] == [r.tokens for r in plain], (mode, strategy)
             assert [r.nfe for r in got] == [r.nfe for r in plain]  # a refresh is one of the NFEs
@@ -258,7 +268,7 @@ def test_cache_matches_uncached_when_it_must(ckpts, family, modes) -> None:
 
 
 def test_cache_on_a_deep_model_refreshes_once_per_block(ckpts) -> None:
-    model = load_model(f"hf:{ckpts['dream2']}", device="cpu", cache="dual")
+    model = load_standin(ckpts["dream2"], device="cpu", cache="dual")
     prompts = [model.tokenizer.encode_chat(MESSAGES)]  # one row: blocks change only at block ends
     strategy = build_strategy("confidence-topk", k=1, block_length=4)
     results, refreshes = _decode_with(model.net, prompts, strategy)
@@ -270,7 +280,7 @@ def test_generate_reports_refreshes_and_cuts_at_end_of_turn(ckpts) -> None:
     from parallelbench.tasks import get_task
 
     samples = get_task("waiting_line/copy").samples(2)
-    model = load_model(f"hf:{ckpts['llada']}", device="cpu", cache="prefix", batch_size=2)
+    model = load_standin(ckpts["llada"], device="cpu", cache="prefix", batch_size=2)
     gens = model.generate(samples, build_strategy("confidence-topk", k=2, block_length=8), max_new_tokens=16)
     assert len(gens) == 2
     for g in gens:

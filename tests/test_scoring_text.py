@@ -49,7 +49,8 @@ def test_w2s_components_and_product():
     words = ["dog", "park", "ball", "throw"]
     good = score(w2s(words), "I love to throw the ball for my dog at the park.")
     assert good.score == 1.0
-    assert good.components == {"grammar": 1.0, "inclusion": 1.0, "inclusion_substring": 1.0}
+    assert good.components == {"grammar": 1.0, "inclusion": 1.0, "sentence": 1.0, "inclusion_substring": 1.0}
+    assert good.meta["sentence_rule"] == "ok"
     assert good.meta["grammar_backend"] == "harper"
 
     # Case-insensitive whole words pass inclusion; the release's substring test is case-sensitive.

@@ -59,7 +59,7 @@ def test_fewer_samples_take_a_seeded_subset():
 
 
 def test_w2s_reference_answers_score_as_correct():
-    """The shown 'correct answer' of a W2S sample really passes inclusion and grammar."""
+    """The shown 'correct answer' of a W2S sample really passes inclusion, grammar and the sentence rule."""
     scoring = pytest.importorskip("parallelbench.scoring")
     try:
         for level in ("easy", "hard"):

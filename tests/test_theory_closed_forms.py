@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from parallelbench.models.ideal_synthetic import synthetic_task
+from parallelbench.models.ideal.synthetic import synthetic_task
 from parallelbench.theory import closed_forms as cf
 from parallelbench.theory import enumeration as en
 

@@ -42,6 +42,8 @@ def _mount() -> None:
     from parallelbench.runner.cli import results_app, run
     from parallelbench.analysis.cli import leaderboard, report
     from parallelbench.models.tiny.cli import app as tiny_app, train
+    from parallelbench.models.medusa.cli import app as medusa_app
+    from parallelbench.models.cli import app as models_app
 
     app.add_typer(tasks_app, name="tasks")
     app.command("score")(score)
@@ -52,12 +54,17 @@ def _mount() -> None:
     app.command("report")(report)
     app.command("train")(train)
     app.add_typer(tiny_app, name="tiny")
+    app.add_typer(medusa_app, name="medusa")
+    app.add_typer(models_app, name="models")
 
 
 _mount()
 
 
 def main() -> None:
+    from parallelbench.userimport import drop_implicit_cwd
+
+    drop_implicit_cwd()  # `python -m parallelbench.cli`: user code only through an explicit spec
     app()
 
 

@@ -70,6 +70,8 @@ def leaderboard(
     from rich.markup import escape
     from rich.table import Table
 
+    from parallelbench.display import display_name
+
     table = Table(title=f"Leaderboard ({escape(source)}): tokens per step sustained at accuracy ≥ threshold")
     table.add_column("#", justify="right")
     table.add_column("strategy")
@@ -78,7 +80,8 @@ def leaderboard(
     for name in names:
         table.add_column(f"≥{name}%", justify="right")
     for i, row in ranked.iterrows():
-        table.add_row(str(i + 1), escape(str(row["strategy"])), str(row["kind"]), *(f"{row[n]:.2f}" for n in names))
+        table.add_row(str(i + 1), escape(display_name(row["strategy"])), escape(display_name(row["kind"])),
+                      *(f"{row[n]:.2f}" for n in names))
     Console().print(table)
 
 
@@ -91,9 +94,13 @@ def report(
     Example: parallelbench report --db parallelbench.db --out parallelbench-out
     """
     from parallelbench.analysis.report import ResultsDatabaseError, write_report
+    from parallelbench.outputs import OutputError, check_folder, output_error
 
     try:
+        check_folder(out, "the report")
         path = write_report(db, out)
-    except (FileNotFoundError, ResultsDatabaseError) as err:
+    except (FileNotFoundError, ResultsDatabaseError, OutputError) as err:
         _fail(str(err))
+    except OSError as err:  # disk full or permissions changed while writing
+        _fail(str(output_error(out, err, "the report")))
     typer.echo(f"report written to {path}")

@@ -47,6 +47,20 @@ def strategy_kind(strategy: str) -> str:
     return "topk" if strategy in TOPK_STRATEGIES else "adaptive"
 
 
+KINDS = ("topk", "adaptive", "autoregressive")
+
+
+def known_kind(kind: object, strategy: str) -> str:
+    """A stored `strategy_kind` as one the analysis knows: a custom strategy may declare any
+    kind ("Kind.TOPK", "greedy", 5, None); anything unrecognised is read from the name."""
+    text = str(kind).strip().lower() if isinstance(kind, (str, int, float)) and not isinstance(kind, bool) else ""
+    if text in KINDS:
+        return text
+    if text.replace("_", "").replace("-", "").endswith("topk"):
+        return "topk"
+    return strategy_kind(strategy)
+
+
 #: Options that change what is decoded rather than how fast; they split curves of user strategies too.
 STRUCTURAL_KEYS = frozenset({"block_length", "temperature", "stop_at_eos", "remasking"})
 
@@ -152,7 +166,12 @@ def with_curves(frame: pd.DataFrame) -> pd.DataFrame:
     guessed = kinds[codes] if len(out) else []
     if "strategy_kind" in out:
         given = out["strategy_kind"].to_numpy(dtype=object)
-        out["strategy_kind"] = [k if isinstance(k, str) and k else g for k, g in zip(given, guessed)]
+        names = out["strategy"].astype(str).to_numpy(dtype=object)
+        cache: dict[tuple[str, str], str] = {}
+        out["strategy_kind"] = [
+            (cache.get((k, s)) or cache.setdefault((k, s), known_kind(k, s))) if isinstance(k, str) and k else g
+            for k, g, s in zip(given, guessed, names)
+        ]
     else:
         out["strategy_kind"] = guessed
     if "config" not in out:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from parallelbench.analysis.curves import parse_json_list, with_curves
+from parallelbench.display import display_name
 
 PREFILLED = -1
 SERIAL_TOLERANCE = 1e-9
@@ -143,7 +144,7 @@ def _colour_bar(last_step: int) -> str:
 def _decode_html(title: str, decode: Decode) -> str:
     return (
         f'<div class="decode"><h4>{html.escape(title)}</h4>'
-        f'<p class="meta"><code>{html.escape(decode.config)}</code> · score {decode.score:.2f} · '
+        f'<p class="meta"><code>{html.escape(display_name(decode.config))}</code> · score {decode.score:.2f} · '
         f"{decode.tps:.2f} tokens/step · {decode.steps} steps</p>{tokens_html(decode)}</div>"
     )
 
@@ -155,13 +156,14 @@ def failures_html(failures: dict[str, list[FailurePair]]) -> str:
         items = []
         for pair in pairs:
             items.append(
-                f'<div class="pair" data-task="{html.escape(task)}">'
-                f'<p class="meta">model <code>{html.escape(pair.model)}</code> · sample <code>{html.escape(pair.sample_id)}</code></p>'
+                f'<div class="pair" data-task="{html.escape(display_name(task))}">'
+                f'<p class="meta">model <code>{html.escape(display_name(pair.model))}</code> · '
+                f'sample <code>{html.escape(display_name(pair.sample_id))}</code></p>'
                 f'<div class="side-by-side">{_decode_html("one-by-one (correct)", pair.serial)}'
                 f'{_decode_html("parallel (wrong)", pair.parallel)}</div></div>'
             )
         blocks.append(
-            f'<details class="task-failures" open><summary>{html.escape(task)} '
+            f'<details class="task-failures" open><summary>{html.escape(display_name(task))} '
             f"({len(pairs)} example{'s' if len(pairs) != 1 else ''})</summary>{''.join(items)}</details>"
         )
     return "".join(blocks)

@@ -19,6 +19,7 @@ from parallelbench.analysis.failures import failures_html, find_failures
 from parallelbench.analysis.leaderboard import DEFAULT_THRESHOLDS, curves_from_points, rank, threshold_name
 from parallelbench.analysis.oracle import oracle_points
 from parallelbench.analysis.taskmap import X_AXIS, Y_AXIS, task_map
+from parallelbench.display import display_name
 
 REPORT_NAME = "report.html"
 
@@ -62,7 +63,9 @@ def load_frame(db_path: Path) -> pd.DataFrame:
             return store.frame()
         finally:
             store.close()
-    except (sqlite3.DatabaseError, StoreError) as err:  # e.g. a CSV or JSONL export passed as --db
+    except StoreError as err:  # already one line that names the file and the fix
+        raise ResultsDatabaseError(str(err)) from None
+    except sqlite3.DatabaseError as err:  # e.g. a CSV or JSONL export passed as --db
         raise ResultsDatabaseError(
             f"{db_path} is not a results database ({err}); pass the --db file written by `parallelbench run`"
         ) from None
@@ -72,6 +75,12 @@ def _plot_html(fig, div_id: str) -> str:
     import plotly.io as pio
 
     return pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id, config={"displaylogo": False, "responsive": True})
+
+
+def _shown(value) -> str:
+    """A user-given name (strategy, task, model) for HTML and for Plotly labels: cleaned, cut
+    to a readable length and escaped (Plotly renders a subset of HTML in its labels)."""
+    return html.escape(display_name(value))
 
 
 def _missing(text: str) -> str:
@@ -94,8 +103,8 @@ def _leaderboard_section(averaged: pd.DataFrame, thresholds) -> tuple[str, pd.Da
     for i, row in table.iterrows():
         cells = "".join(f"<td>{row[n]:.2f}</td>" for n in names)
         rows.append(
-            f'<tr class="lb-row" data-strategy="{html.escape(str(row["strategy"]))}"><td>{i + 1}</td>'
-            f'<td class="name">{html.escape(str(row["strategy"]))}</td><td class="kind">{row["kind"]}</td>{cells}<td>{row["points"]}</td></tr>'
+            f'<tr class="lb-row" data-strategy="{_shown(row["strategy"])}"><td>{i + 1}</td>'
+            f'<td class="name" title="{html.escape(display_name(row["strategy"], 400))}">{_shown(row["strategy"])}</td><td class="kind">{html.escape(str(row["kind"]))}</td>{cells}<td>{row["points"]}</td></tr>'
         )
     body = (
         f'<table id="leaderboard"><thead><tr><th>#</th><th class="name">strategy</th><th class="name">kind</th>{head}'
@@ -116,6 +125,7 @@ def _tradeoff_section(averaged: pd.DataFrame, oracle_avg: pd.DataFrame) -> str:
         return intro + _missing("Needs results of at least one strategy (parallelbench run).")
     palette = figures.colours(averaged["curve"])
     parts = [intro]
+    ids = figures.file_names(averaged["model"].unique())
     for model in sorted(averaged["model"].unique()):
         fig = go.Figure()
         points = averaged[averaged["model"] == model]
@@ -124,9 +134,9 @@ def _tradeoff_section(averaged: pd.DataFrame, oracle_avg: pd.DataFrame) -> str:
             kind = str(group["strategy_kind"].iloc[0])
             fig.add_trace(
                 go.Scatter(
-                    x=group["tps"], y=group["accuracy"], mode="lines+markers", name=str(curve),
+                    x=group["tps"], y=group["accuracy"], mode="lines+markers", name=_shown(curve),
                     marker=dict(symbol="square" if kind == "adaptive" else "circle", size=8, color=palette[curve]),
-                    line=dict(color=palette[curve]), text=group["config"],
+                    line=dict(color=palette[curve]), text=group["config"].map(_shown),
                     hovertemplate="%{text}<br>%{x:.2f} tokens/step<br>%{y:.1f}% accuracy<extra></extra>",
                 )
             )
@@ -134,20 +144,20 @@ def _tradeoff_section(averaged: pd.DataFrame, oracle_avg: pd.DataFrame) -> str:
         for _, row in stars.iterrows():
             fig.add_trace(
                 go.Scatter(
-                    x=[row["tps"]], y=[row["accuracy"]], mode="markers", name=str(row["curve"]),
+                    x=[row["tps"]], y=[row["accuracy"]], mode="markers", name=_shown(row["curve"]),
                     marker=dict(symbol="star", size=18, color="gold", line=dict(color="black", width=1)),
                     hovertemplate="oracle<br>%{x:.2f} tokens/step<br>%{y:.1f}% accuracy<extra></extra>",
                 )
             )
         fig.update_layout(
-            title=f"Speed-quality trade-off: {model}", xaxis_title=TPS_AXIS, yaxis_title=ACCURACY_AXIS,
+            title=f"Speed-quality trade-off: {_shown(model)}", xaxis_title=TPS_AXIS, yaxis_title=ACCURACY_AXIS,
             yaxis_range=[-2, 102], legend_title_text="strategy", height=460, margin=dict(l=60, r=20, t=50, b=50),
         )
-        parts.append(f"<h3>{html.escape(str(model))}</h3>")
-        parts.append(f'<div class="plot">{_plot_html(fig, f"tradeoff-{figures.safe_name(model)}")}</div>')
+        parts.append(f"<h3>{_shown(model)}</h3>")
+        parts.append(f'<div class="plot">{_plot_html(fig, f"tradeoff-{ids[model]}")}</div>')
         if len(stars):
             rows = "".join(
-                f'<tr><td class="name">{html.escape(str(r["curve"]))}</td><td>{r["accuracy"]:.1f}</td><td>{r["tps"]:.2f}</td><td>{int(r["n_tasks"])}</td></tr>'
+                f'<tr><td class="name">{_shown(r["curve"])}</td><td>{r["accuracy"]:.1f}</td><td>{r["tps"]:.2f}</td><td>{int(r["n_tasks"])}</td></tr>'
                 for _, r in stars.iterrows()
             )
             parts.append(
@@ -168,22 +178,25 @@ def _tasks_section(per_task: pd.DataFrame) -> str:
         return intro + _missing("Needs results of at least one strategy (parallelbench run).")
     palette = figures.colours(per_task["curve"])
     parts = [intro]
+    ids = figures.file_names(per_task["model"].unique())
     for model in sorted(per_task["model"].unique()):
         points = per_task[per_task["model"] == model]
         tasks = sorted(points["task"].unique())
         cols = min(4, len(tasks))
         rows = -(-len(tasks) // cols)
-        fig = make_subplots(rows=rows, cols=cols, subplot_titles=tasks, horizontal_spacing=0.06, vertical_spacing=0.12 if rows < 4 else 0.06)
+        fig = make_subplots(rows=rows, cols=cols, subplot_titles=[_shown(t) for t in tasks], horizontal_spacing=0.06, vertical_spacing=0.12 if rows < 4 else 0.06)
         shown = set()
+        curve_ids = {c: i for i, c in enumerate(sorted(points["curve"].unique()))}
         for i, task in enumerate(tasks):
             r, c = i // cols + 1, i % cols + 1
             for curve, group in points[points["task"] == task].groupby("curve", sort=True):
                 group = group.sort_values("tps")
                 fig.add_trace(
                     go.Scatter(
-                        x=group["tps"], y=group["accuracy"], mode="lines+markers", name=str(curve), legendgroup=str(curve),
-                        showlegend=curve not in shown, marker=dict(color=palette[curve], size=6), line=dict(color=palette[curve]),
-                        text=group["config"], hovertemplate="%{text}<br>%{x:.2f} tokens/step<br>%{y:.1f}%<extra></extra>",
+                        x=group["tps"], y=group["accuracy"], mode="lines+markers", name=_shown(curve),
+                        legendgroup=f"c{curve_ids[curve]}", showlegend=curve not in shown,
+                        marker=dict(color=palette[curve], size=6), line=dict(color=palette[curve]),
+                        text=group["config"].map(_shown), hovertemplate="%{text}<br>%{x:.2f} tokens/step<br>%{y:.1f}%<extra></extra>",
                     ),
                     row=r, col=c,
                 )
@@ -191,11 +204,11 @@ def _tasks_section(per_task: pd.DataFrame) -> str:
             fig.update_xaxes(title_text="tokens per step", row=r, col=c)
             fig.update_yaxes(title_text=ACCURACY_AXIS, range=[-2, 102], row=r, col=c)
         fig.update_layout(
-            title=f"Per task: {model} (x: {TPS_AXIS})", height=300 * rows + 80, legend_title_text="strategy",
+            title=f"Per task: {_shown(model)} (x: {TPS_AXIS})", height=300 * rows + 80, legend_title_text="strategy",
             margin=dict(l=60, r=20, t=70, b=40),
         )
-        parts.append(f"<h3>{html.escape(str(model))}</h3>")
-        parts.append(f'<div class="plot">{_plot_html(fig, f"tasks-{figures.safe_name(model)}")}</div>')
+        parts.append(f"<h3>{_shown(model)}</h3>")
+        parts.append(f'<div class="plot">{_plot_html(fig, f"tasks-{ids[model]}")}</div>')
     return "".join(parts)
 
 
@@ -222,8 +235,8 @@ def _taskmap_section(tmap: pd.DataFrame) -> str:
     for category, group in shown.groupby(shown["category"].astype(str), sort=True):
         fig.add_trace(
             go.Scatter(
-                x=group["parallelizability"], y=group["order_slope"], mode="markers+text", text=group["task"],
-                textposition="top center", name=category or "tasks", marker=dict(size=11, color=palette[category]),
+                x=group["parallelizability"], y=group["order_slope"], mode="markers+text", text=group["task"].map(_shown),
+                textposition="top center", name=_shown(category) if category else "tasks", marker=dict(size=11, color=palette[category]),
                 hovertemplate="%{text}<br>x %{x:.2f}<br>y %{y:.2f}<extra></extra>",
             )
         )
@@ -237,7 +250,7 @@ def _taskmap_section(tmap: pd.DataFrame) -> str:
 
 def _taskmap_table(tmap: pd.DataFrame) -> str:
     rows = "".join(
-        f'<tr><td class="name">{html.escape(str(r["task"]))}</td><td>{r["parallelizability"]:.2f}</td>'
+        f'<tr><td class="name">{_shown(r["task"])}</td><td>{r["parallelizability"]:.2f}</td>'
         f'<td>{r["order_slope"]:.2f}</td><td>{r["x_groups"]}</td><td>{r["y_groups"]}</td></tr>'
         for _, r in tmap.iterrows()
     )
@@ -272,14 +285,16 @@ def _files_section(written: list[Path], out_dir: Path) -> str:
 def export_curves(averaged: pd.DataFrame, per_task: pd.DataFrame, out_dir: Path) -> list[Path]:
     """`curves/<model>/<strategy>.csv` with task,tps,accuracy (+ `avg` rows): `parallelbench leaderboard --curves` input."""
     written = []
+    folders = figures.file_names(per_task["model"].unique()) if len(per_task) else {}
+    stems = {m: figures.file_names(g["curve"].unique(), figures.file_stem) for m, g in per_task.groupby("model")}
     for (model, curve), group in per_task.groupby(["model", "curve"], sort=True):
-        folder = Path(out_dir) / "curves" / figures.safe_name(model)
+        folder = Path(out_dir) / "curves" / folders[model]
         folder.mkdir(parents=True, exist_ok=True)
         avg = averaged[(averaged["model"] == model) & (averaged["curve"] == curve)]
         table = pd.concat(
             [group[["task", "tps", "accuracy"]].sort_values(["task", "tps"]), avg[["tps", "accuracy"]].assign(task="avg")[["task", "tps", "accuracy"]]]
         )
-        path = folder / f"{str(curve).replace('/', '_')}.csv"
+        path = folder / f"{stems[model][curve]}.csv"
         table.to_csv(path, index=False)
         written.append(path)
     return written

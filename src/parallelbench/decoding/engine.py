@@ -20,7 +20,7 @@ from parallelbench.decoding.strategy import Strategy, as_strategy
 from parallelbench.decoding.view import StepView
 
 if TYPE_CHECKING:
-    from parallelbench.models.base import CausalModel, MaskedDiffusionModel
+    from parallelbench.models.protocols import CausalModel, MaskedDiffusionModel
 
 
 def model_device(model: Any) -> torch.device:

@@ -23,7 +23,7 @@ from parallelbench.decoding import scores as scores_mod
 from parallelbench.decoding.view import Decision, StepView
 
 if TYPE_CHECKING:
-    from parallelbench.models.base import MaskedDiffusionModel
+    from parallelbench.models.protocols import MaskedDiffusionModel
 
 StrategyKind = Literal["topk", "adaptive"]
 
@@ -176,6 +176,7 @@ class Strategy:
 
 # ---------------------------------------------------------------------- registry
 _REGISTRY: dict[str, type[Strategy]] = {}
+_UNLISTED: set[str] = set()  # buildable by name, but not diffusion-engine strategies (Medusa modes)
 _BUILTIN_MODULES = (
     "parallelbench.decoding.presets",
     "parallelbench.decoding.schedules.dus",
@@ -183,18 +184,25 @@ _BUILTIN_MODULES = (
     "parallelbench.decoding.schedules.wino",
     "parallelbench.decoding.schedules.apd",
     "parallelbench.decoding.remasking",
+    "parallelbench.decoding.schedules.medusa",
 )
 _loaded = False
 
 
-def register_strategy(name: str):
-    """Class decorator: make a Strategy subclass buildable by `name`."""
+def register_strategy(name: str, *, listed: bool = True):
+    """Class decorator: make a Strategy subclass buildable by `name`.
+
+    `listed=False` keeps it out of `strategy_names()`, the strategies the diffusion engine
+    decodes with; used for modes that only a particular model kind runs (Medusa heads).
+    """
 
     def deco(cls: type[Strategy]) -> type[Strategy]:
         if not (isinstance(cls, type) and issubclass(cls, Strategy)):
             raise TypeError(f"register_strategy({name!r}) needs a Strategy subclass, got {cls!r}")
         cls.name = name
         _REGISTRY[name] = cls
+        if not listed:
+            _UNLISTED.add(name)
         return cls
 
     return deco
@@ -209,8 +217,9 @@ def _load_builtins() -> None:
 
 
 def strategy_names() -> list[str]:
+    """The diffusion engine's strategies (Medusa modes are built by name but not listed)."""
     _load_builtins()
-    return list(_REGISTRY)
+    return [n for n in _REGISTRY if n not in _UNLISTED]
 
 
 def strategy_class(name: str) -> type[Strategy]:
@@ -219,9 +228,10 @@ def strategy_class(name: str) -> type[Strategy]:
     if name in _REGISTRY:
         return _REGISTRY[name]
     if ":" in name:
-        module_name, _, attr = name.partition(":")
+        from parallelbench.userimport import load_user_attr
+
         try:
-            cls = getattr(importlib.import_module(module_name), attr)
+            cls = load_user_attr(name)
         except (ImportError, AttributeError) as exc:
             raise ValueError(f"cannot load strategy {name!r} ({exc}); use 'package.module:ClassName'") from exc
         if not (isinstance(cls, type) and issubclass(cls, Strategy)):

@@ -7,6 +7,10 @@
    statistics out. Diffusion models get it for free from
    `parallelbench.models.diffusion.DiffusionTextModel`; autoregressive and API
    models implement it directly.
+
+The engine-side protocols (`MaskedDiffusionModel`, `CausalModel`) live in
+`protocols.py`, which imports nothing of the project, so the decoding package can
+name them without importing this module (and this module names `Strategy`).
 """
 
 from __future__ import annotations
@@ -14,42 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Sequence, runtime_checkable
 
-if TYPE_CHECKING:
-    import torch
+from parallelbench.models.protocols import CausalModel, MaskedDiffusionModel  # noqa: F401  (re-exported)
 
+if TYPE_CHECKING:
     from parallelbench.decoding.strategy import Strategy
     from parallelbench.tasks.base import Message, Sample
-
-
-@runtime_checkable
-class MaskedDiffusionModel(Protocol):
-    mask_id: int
-    eos_id: int
-    vocab_size: int
-
-    def forward(
-        self,
-        canvas: "torch.Tensor",  # LongTensor [B, L]: prompt then generation region
-        *,
-        attention_mask: "torch.Tensor | None" = None,  # BoolTensor [B, L], False on left padding
-        rows: "torch.Tensor | None" = None,  # LongTensor [B]: each row's index in the original batch
-    ) -> "torch.Tensor":  # FloatTensor [B, L, V] logits
-        """Logits for every position. `rows` lets per-sample models (the ideal
-        model) know which sample a row is after finished rows were dropped."""
-        ...
-
-
-@runtime_checkable
-class CausalModel(Protocol):
-    """An autoregressive model: logits for the next token at every position (APD's verifier)."""
-
-    eos_id: int
-    vocab_size: int
-
-    def forward(
-        self, tokens: "torch.Tensor", *, attention_mask: "torch.Tensor | None" = None
-    ) -> "torch.Tensor":  # [B, L, V]; position i predicts token i + 1
-        ...
 
 
 @runtime_checkable
@@ -84,7 +57,7 @@ class Generation:
         return self.num_tokens / self.nfe if self.nfe else 0.0
 
 
-ModelKind = Literal["diffusion", "autoregressive", "api", "ideal"]
+ModelKind = Literal["diffusion", "autoregressive", "api", "ideal", "medusa"]
 
 
 class BenchModel(Protocol):

@@ -1,8 +1,9 @@
 """Model specs -> loaded `BenchModel`s, imported lazily so a spec costs only what it uses.
 
 Specs: ``tiny``, ``tiny-uniform``, ``ideal``, ``hf:<path-or-hub-id>``, ``api:<name>``,
-and ``py:<module>:<function>`` (a user factory returning a `BenchModel`; the module
-imports from the current directory, so a model under development needs no packaging).
+and ``py:<module>:<function>`` (a user factory returning a `BenchModel`; only this form
+imports from the current directory, so a model under development needs no packaging, and a
+stray file there never runs for the built-in models).
 """
 
 from __future__ import annotations
@@ -49,16 +50,13 @@ def check_spec(spec: str) -> None:
 
 def load_python(arg: str, **options: Any) -> BenchModel:
     """``py:<module>:<function>``: call a user factory (with the options) that returns a BenchModel."""
-    import os
-    import sys
+    from parallelbench.userimport import import_user_module
 
     module_name, _, fn_name = arg.rpartition(":")
     if not module_name or not fn_name:
         raise ModelSpecError(f"model spec 'py:{arg}' must look like py:<module>:<function>; valid forms: {VALID_FORMS}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
     try:
-        factory = getattr(importlib.import_module(module_name), fn_name)
+        factory = getattr(import_user_module(module_name), fn_name)
     except (ImportError, AttributeError) as exc:
         raise ModelSpecError(f"model spec 'py:{arg}': cannot import {fn_name} from {module_name} ({exc})") from exc
     return factory(**options)

@@ -74,9 +74,7 @@ def run(
 ) -> None:
     from rich.console import Console
 
-    from parallelbench.runner.spec import RunSpec, SpecError, ensure_cwd_importable
-
-    ensure_cwd_importable()
+    from parallelbench.runner.spec import RunSpec, SpecError
     console = Console()
     try:
         spec = RunSpec.from_yaml(spec_file) if spec_file is not None else RunSpec()
@@ -159,6 +157,14 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
         from parallelbench.runner.ray_executor import RayUnavailable
     except ImportError:  # pragma: no cover
         RayUnavailable = RuntimeError  # type: ignore[misc,assignment]
+    if report:  # learn about an unwritable --out before decoding, not after
+        from parallelbench.outputs import OutputError, check_folder
+
+        try:
+            check_folder(spec.out, "the report")
+        except OutputError as exc:
+            _fail(f"{exc} (or pass --no-report)")
+            return
     try:
         result = run_job(spec, console, show_progress=show_progress)
     except (ModelLoadError, RayUnavailable, StoreError) as exc:
@@ -198,6 +204,12 @@ def _write_report(db_path: Path, out_dir: Path, console) -> Path | None:
         return None
     try:
         written = write_report(db_path, out_dir)
+    except OSError as exc:  # disk full, read-only folder: one line, the results are safe
+        from parallelbench.outputs import output_error
+
+        console.print(f"[yellow]the report could not be written[/yellow]: {escape(str(output_error(out_dir, exc, 'the report')))}; "
+                      "results are saved, try `parallelbench report`", soft_wrap=True)
+        return None
     except Exception as exc:  # noqa: BLE001 - results are saved; say why the report is missing
         console.print(f"[yellow]the report could not be written[/yellow] ({type(exc).__name__}: {escape(str(exc))}); "
                       "results are saved, try `parallelbench report`")
@@ -244,10 +256,16 @@ def results(
         selected = selected[selected["task"].isin(_task_ids(tasks))]
     if selected.empty:
         wanted = " and ".join(f"{flag} {value}" for flag, value in (("--model", model), ("--tasks", tasks)) if value)
-        models = ", ".join(sorted(frame["model"].unique()))
+        from parallelbench.display import display_name
+
+        def listed(values) -> str:  # names as shown: cleaned, cut, at most 20
+            names = sorted(display_name(v) for v in set(values))
+            return ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
+
+        models = listed(frame["model"])
         console.print(
             f"[yellow]no rows match {escape(wanted)}[/yellow]; the database holds models {escape(f'[{models}]')} "
-            f"and {frame['task'].nunique()} tasks ({escape(', '.join(sorted(frame['task'].unique())))})",
+            f"and {frame['task'].nunique()} tasks ({escape(listed(frame['task']))})",
             soft_wrap=True,
         )
         return
@@ -281,14 +299,16 @@ def export(
     """
     from rich.console import Console
 
+    from parallelbench.outputs import OutputError, check_file
     from parallelbench.runner.export import ExportError, export_rows
     from parallelbench.runner.store import ResultsStore, StoreError
 
     path = db or (ctx.obj or {}).get("db", "parallelbench.db")
     try:
+        check_file(out, f"the {fmt} export")
         with ResultsStore(path, create=False) as store:
             n = export_rows(store, fmt, out)
-    except (StoreError, ExportError) as exc:
+    except (StoreError, ExportError, OutputError) as exc:
         _fail(str(exc))
         return
     Console().print(f"wrote {n} rows to {out}")

@@ -6,6 +6,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+from parallelbench.outputs import atomic_file, atomic_path
 from parallelbench.runner.store import JSON_COLUMNS, ResultsStore
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -21,12 +22,10 @@ def export_rows(store: ResultsStore, fmt: str, out: str | Path) -> int:
         raise ExportError(f"unknown format {fmt!r}; valid formats: {', '.join(FORMATS)}")
     if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:
         raise ExportError("parquet export needs pyarrow: pip install pyarrow (or use --format csv|jsonl)")
-    path = Path(out)
-    if path.parent != Path(""):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    what = f"the {fmt} export"
     if fmt == "jsonl":
         n = 0
-        with path.open("w", encoding="utf-8") as fh:
+        with atomic_file(out, what) as fh:
             for row in store.iter_rows():
                 for col in JSON_COLUMNS:
                     if isinstance(row.get(col), str):
@@ -35,8 +34,9 @@ def export_rows(store: ResultsStore, fmt: str, out: str | Path) -> int:
                 n += 1
         return n
     frame = store.frame()
-    if fmt == "csv":
-        frame.to_csv(path, index=False)
-    else:
-        frame.to_parquet(path, index=False)
+    with atomic_path(out, what) as path:
+        if fmt == "csv":
+            frame.to_csv(path, index=False)
+        else:
+            frame.to_parquet(path, index=False)
     return len(frame)

@@ -20,6 +20,8 @@ from rich.markup import escape
 from parallelbench.runner.progress import RunProgress
 from parallelbench.runner.spec import FALLBACK_MODEL, Plan, RunSpec, SpecError, check_model
 from parallelbench.runner.store import ResultsStore
+
+MEDUSA_MODES = ("medusa", "medusa-verified")  # strategies only a causal LM with Medusa heads decodes
 from parallelbench.runner.units import make_units, unsupported_tasks
 
 
@@ -146,6 +148,7 @@ def run_job(
             plan.models = models
     elif spec.executor == "local":
         first_loaded = _load(models[0], spec.model_options)
+    _check_strategies(plan, first_loaded)
 
     sessions = _Sessions(spec)
     result = JobResult(db=Path(spec.db), models=models, notes=notes)
@@ -185,9 +188,26 @@ def run_job(
     finally:
         sessions.close()
         if store is not None:
-            store.close()
+            store.close(discard_empty=True)  # a run that saved nothing leaves no empty file
     result.wall_time = time.perf_counter() - t0
     return result
+
+
+def _check_strategies(plan: Plan, model: Any) -> None:
+    """A model that accepts only some strategies (Medusa heads) refuses the others before any work."""
+    check = getattr(model, "check_strategy", None)
+    for configs in plan.configs.values():
+        for config in configs:
+            if check is None and config.strategy not in MEDUSA_MODES:
+                continue
+            try:
+                strategy = config.build()
+                if check is None:
+                    strategy.begin({"model": model})  # a Medusa mode on a model without heads: its one line
+                else:
+                    check(strategy)
+            except ValueError as exc:
+                raise SpecError(str(exc)) from None
 
 
 __all__ = ["JobResult", "ModelLoadError", "SpecError", "run_job"]

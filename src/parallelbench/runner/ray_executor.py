@@ -9,6 +9,7 @@ only when `--executor ray` is asked for.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import deque
 from typing import Any, Iterable, Iterator
@@ -23,10 +24,13 @@ class RayUnavailable(RuntimeError):
 class _Worker:
     """The actor body: loads one model at a time and runs units on it."""
 
-    def __init__(self, paths: list[str], threads: int | None):
-        for p in reversed(paths):  # user modules (py: models, module:Class strategies) import as on the driver
+    def __init__(self, paths: list[str], threads: int | None, user_dir: str | None = None):
+        from parallelbench.userimport import set_user_dir
+
+        for p in reversed(paths):  # installed and PYTHONPATH modules import as on the driver
             if p not in sys.path:
                 sys.path.insert(0, p)
+        set_user_dir(user_dir)  # py: models and module:Class strategies come from the driver's directory
         if threads:
             import torch
 
@@ -102,7 +106,7 @@ class RayPool:
         remote = ray.remote(_Worker)
         paths = [p for p in sys.path if p]
         self.actors = [
-            remote.options(num_cpus=1, num_gpus=gpus_per_worker).remote(paths, threads_per_worker)
+            remote.options(num_cpus=1, num_gpus=gpus_per_worker).remote(paths, threads_per_worker, os.getcwd())
             for _ in range(workers)
         ]
         self.kind = ""

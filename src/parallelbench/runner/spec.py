@@ -15,8 +15,6 @@ the same budget (how it lays out its own answer inside it is its business).
 from __future__ import annotations
 
 import json
-import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
@@ -357,13 +355,6 @@ def check_model(spec: str) -> None:
         )
 
 
-def ensure_cwd_importable() -> None:
-    """User strategy and model modules (`my_module:MyStrategy`) load from the current directory."""
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-
-
 def default_tasks() -> list["Task"]:
     """The main job's tasks: the paper's Waiting Line and Puzzle tasks (12)."""
     return [t for t in _resolve_tasks(["paper"]) if t.category in DEFAULT_CATEGORIES]
@@ -388,7 +379,6 @@ _DEFAULT_PARAMS: dict[str, dict[str, Any] | None] = {}
 
 
 def _build(name: str, kwargs: dict[str, Any]):
-    ensure_cwd_importable()
     try:
         from parallelbench.decoding import build_strategy
     except ImportError as exc:

@@ -96,15 +96,60 @@ class MissingStoreError(StoreError, FileNotFoundError):
     """No database at the path (still a FileNotFoundError, as before)."""
 
 
+_HINTS = (  # (words in the error, what to do), first match wins
+    (("disk is full", "no space left", "file too large", "quota", "disk i/o error"),
+     "the disk is full (or failing): free some space or pass --db on another disk"),
+    (("read-only", "readonly", "permission denied", "operation not permitted", "not writable", "unable to open"),
+     "the file or its folder is not writable: pass --db in a folder you can write to"),
+    (("file exists", "not a directory"), "a part of the path is a file, not a folder: pass another --db path"),
+    (("not a database", "malformed", "file is encrypted"),
+     "it is not a SQLite database and so is not a results database (a corrupt file or another kind of file): "
+     "pass a new path or a .db file written by parallelbench"),
+)
+
+
 def _unusable(path: Path, exc: BaseException) -> StoreError:
     reason = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, StoreError):
+        return exc
     if isinstance(exc, IsADirectoryError) or path.is_dir():
         hint = "pass a file path such as --db results.db"
-    elif isinstance(exc, sqlite3.DatabaseError) and "not a database" in reason:
-        hint = "the file is not a SQLite database; pass a new path or a parallelbench .db file"
     else:
-        hint = "pass a writable file path with --db"
+        low = reason.lower()
+        hint = next((h for words, h in _HINTS if any(w in low for w in words)), "pass a writable file path with --db")
     return StoreError(f"cannot use results database {path}: {reason}; {hint}")
+
+
+def _sidecars(path: Path) -> list[Path]:
+    """The database file and the journal files SQLite keeps beside it."""
+    return [path] + [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
+
+
+def _remove(path: Path) -> None:
+    for p in _sidecars(path):
+        try:
+            p.unlink()
+        except OSError:
+            pass
+
+
+def _check_folder_writable(path: Path, existing: bool = False) -> None:
+    """Writing needs a folder SQLite can create files in (root's os.access says yes to anything)."""
+    parent = path.parent if str(path.parent) else Path(".")
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        if existing:
+            raise StoreError(
+                f"cannot write to results database {path}: its folder {parent} is not writable "
+                f"({exc.strerror or exc}) and SQLite keeps its journal beside the database; pass --db in a folder "
+                "you can write to (reading it with `parallelbench results` or `report` works)"
+            ) from None
+        raise StoreError(
+            f"cannot create results database {path}: its folder {parent} is not writable ({exc.strerror or exc}); "
+            "pass --db in a folder you can write to"
+        ) from None
 
 
 def check_store_path(path: str | Path) -> None:
@@ -117,6 +162,7 @@ def check_store_path(path: str | Path) -> None:
             store.count()
         if not os.access(p, os.W_OK):
             raise _unusable(p, PermissionError("the file is not writable"))
+        _check_folder_writable(p, existing=True)
         return
     parent = p.parent if str(p.parent) else Path(".")
     probe = parent
@@ -142,23 +188,72 @@ class ResultsStore:
             )
         self.timeout = timeout
         self._conn = None
+        self.created = False  # this store made the file (so it may remove it again if left empty)
         try:
             if self.path.is_dir():
                 raise IsADirectoryError("it is a folder")
-            if create and self.path.parent != Path(""):
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
-            self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            if create and not self.path.exists():
+                if self.path.parent != Path(""):
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                _check_folder_writable(self.path)
+                self.created = True
+            elif create:  # SQLite writes its journal beside the database
+                _check_folder_writable(self.path, existing=True)
+            self._conn = self._connect(create)
+            self._validate()  # a file that is not ours fails here, not mid-read
             if create:
                 self._retry(self._init_schema)
-            else:
-                self._has_table()  # a file that is not SQLite fails here, not mid-read
-        except (sqlite3.DatabaseError, OSError) as exc:
+        except (sqlite3.DatabaseError, OSError, StoreError) as exc:
             if self._conn is not None:
                 self._conn.close()
+                self._conn = None
+            if self.created:
+                _remove(self.path)
             raise _unusable(self.path, exc) from None
 
     # -- setup -------------------------------------------------------------------------
+    def _connect(self, create: bool) -> sqlite3.Connection:
+        """A connection; for reading only, a database in a read-only folder (where SQLite cannot
+        create its WAL index) is opened as an immutable file instead."""
+        conn = sqlite3.connect(str(self.path), timeout=self.timeout, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        if create:
+            return conn
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError as exc:
+            text = str(exc).lower()
+            if "unable to open" not in text and "readonly" not in text and "read-only" not in text:
+                conn.close()
+                raise
+            conn.close()
+        uri = self.path.absolute().as_uri() + "?mode=ro&immutable=1"
+        return sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
+
+    def _validate(self) -> None:
+        """Refuse a SQLite file of another program, or one written by a newer parallelbench."""
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        ours = {"results", "meta", "sqlite_sequence"}
+        if tables and "results" not in tables and not tables <= ours:
+            shown = ", ".join(sorted(tables - ours)[:5])
+            raise StoreError(
+                f"cannot use results database {self.path}: it is a SQLite database of another program, not a results "
+                f"database (tables: {shown}); pass a new path or a .db file written by parallelbench"
+            )
+        if "meta" in tables:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            try:
+                version = int(row[0]) if row else 0
+            except (TypeError, ValueError):
+                version = SCHEMA_VERSION + 1  # unreadable: not something this version wrote
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"cannot use results database {self.path}: it was written by a newer parallelbench "
+                    f"(schema {row[0] if row else '?'}; this version reads up to {SCHEMA_VERSION}); "
+                    "upgrade parallelbench (pip install -U parallelbench) or pass another --db"
+                )
+
     def _init_schema(self) -> None:
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")
@@ -171,8 +266,16 @@ class ResultsStore:
             )
             self._conn.execute("COMMIT")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._rollback()
             raise
+
+    def _rollback(self) -> None:
+        """Roll back if a transaction is still open; a failed rollback must not hide the first error."""
+        try:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
     def _retry(self, fn, *args, attempts: int = 20):
         """Run `fn` again when another process holds the write lock past the busy timeout."""
@@ -186,9 +289,21 @@ class ResultsStore:
                 time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
         raise AssertionError("unreachable")
 
-    def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
+    def close(self, *, discard_empty: bool = False) -> None:
+        """Close; with `discard_empty`, a database this store created and never wrote a row
+        to is removed, so a run that saved nothing leaves no empty file behind."""
+        if self._conn is None:
+            return
+        empty = False
+        if discard_empty and self.created:
+            try:
+                empty = self.count() == 0
+            except sqlite3.Error:
+                empty = False
+        self._conn.close()
+        self._conn = None
+        if empty:
+            _remove(self.path)
 
     def __enter__(self) -> "ResultsStore":
         return self
@@ -226,7 +341,7 @@ class ResultsStore:
                 self._conn.execute("COMMIT")
                 return added
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
 
         try:

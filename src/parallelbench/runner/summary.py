@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from parallelbench.display import display_name
+
 if TYPE_CHECKING:
     import pandas as pd
     from rich.console import Console
@@ -58,12 +60,12 @@ def print_summary(frame: "pd.DataFrame", console: "Console") -> None:
         return
     for model, rows in table_rows.groupby("model", sort=False):
         tasks = list(dict.fromkeys(rows["task"]))
-        short = _short_names(tasks)
+        short = {t: display_name(s) for t, s in _short_names(tasks).items()}
         labels = _config_order(rows)
         grid = {(label, t): _cell_of(rows, label, t) for label in labels for t in tasks}
         means = {label: _mean_cell(rows[rows["config"] == label]) for label in labels}
-        title = f"{model}: accuracy · tokens per step ({int(rows['n'].sum())} rows)"
-        label_width = max(len("strategy config"), *(len(x) for x in labels))
+        title = f"{display_name(model)}: accuracy · tokens per step ({int(rows['n'].sum())} rows)"
+        label_width = max(len("strategy config"), *(len(display_name(x)) for x in labels))
         wide = label_width + 3 + (len(tasks) + 1) * (max(CELL_WIDTH, *(len(short[t]) for t in tasks)) + 3) + 1
         if wide <= console.width:
             _print_configs_by_task(console, title, labels, tasks, short, grid, means)
@@ -91,10 +93,10 @@ def _print_configs_by_task(console, title, labels, tasks, short, grid, means) ->
     table = Table(title=Text(title), title_justify="left", show_lines=False)
     table.add_column("strategy config", style="bold", no_wrap=True)
     for t in tasks:
-        table.add_column(short[t], justify="right", no_wrap=True)
+        table.add_column(Text(short[t]), justify="right", no_wrap=True)
     table.add_column("mean", justify="right", style="bold", no_wrap=True)
     for label in labels:
-        table.add_row(Text(label), *(grid[label, t] for t in tasks), means[label])
+        table.add_row(Text(display_name(label)), *(grid[label, t] for t in tasks), means[label])
     console.print(table)
 
 
@@ -112,7 +114,7 @@ def _print_tasks_by_config(console, title, labels, tasks, short, grid, means) ->
         table = Table(title=Text(title + part), title_justify="left", show_lines=False)
         table.add_column("task", style="bold", no_wrap=True)
         for label in chunk:
-            table.add_column(Text(label, overflow="fold"), justify="right", overflow="fold", width=CELL_WIDTH)
+            table.add_column(Text(display_name(label), overflow="fold"), justify="right", overflow="fold", width=CELL_WIDTH)
         for t in tasks:
             table.add_row(Text(short[t]), *(grid[label, t] for label in chunk))
         table.add_row(Text("mean", style="bold"), *(means[label] for label in chunk), end_section=False)

@@ -95,7 +95,7 @@ class UnsupportedTask(Exception):
 def no_answer_set_errors() -> tuple[type[BaseException], ...]:
     """The exception a model raises for a sample it cannot decode (the ideal model's)."""
     try:
-        from parallelbench.models.ideal_bench import NoAnswerSetError
+        from parallelbench.models.ideal.bench import NoAnswerSetError
     except ImportError:  # pragma: no cover - the ideal model ships with the package
         return ()
     return (NoAnswerSetError,)
@@ -125,7 +125,7 @@ def unsupported_tasks(
 
 def _reason(sample: "Sample") -> str:
     try:
-        from parallelbench.models.ideal_bench import no_answer_set_reason
+        from parallelbench.models.ideal.bench import no_answer_set_reason
 
         return no_answer_set_reason(sample)
     except Exception:  # noqa: BLE001 - the reason is only a hint

@@ -2,16 +2,6 @@
 
 from parallelbench.scoring.base import Scorer, Scores, get_scorer, register_scorer, score
 
-_LOADED = False
-
-
-def _load_builtin() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    from parallelbench.scoring import lists, puzzles, text  # noqa: F401
-
 
 def score_many(samples, outputs, **kwargs):
     """Score ``outputs[i]`` against ``samples[i]``, batching BERTScore (see `batch.py`)."""

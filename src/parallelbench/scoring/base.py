@@ -36,9 +36,8 @@ def register_scorer(name: str) -> Callable[[Scorer], Scorer]:
 
 
 def get_scorer(name: str) -> Scorer:
-    from parallelbench.scoring import _load_builtin  # noqa: PLC0415
+    from parallelbench.scoring import builtin  # noqa: F401, PLC0415  (registers the built-in scorers once)
 
-    _load_builtin()
     if name not in _SCORERS:
         raise KeyError(f"unknown scorer {name!r}; known: {', '.join(sorted(_SCORERS))}")
     return _SCORERS[name]

@@ -24,6 +24,8 @@ def _summary_table(rows: list[dict]):
     from rich.markup import escape  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
+    from parallelbench.display import display_name  # noqa: PLC0415
+
     by_task: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_task[row["task"]].append(row)
@@ -40,7 +42,7 @@ def _summary_table(rows: list[dict]):
         for name in names:
             values = [r["components"][name] for r in group if name in r["components"]]
             parts.append(f"{name} {sum(values) / len(values):.3f}")
-        table.add_row(escape(task), str(n), f"{sum(r['score'] for r in group) / n:.3f}", "  ".join(parts))
+        table.add_row(escape(display_name(task)), str(n), f"{sum(r['score'] for r in group) / n:.3f}", "  ".join(parts))
     return table
 
 
@@ -70,6 +72,13 @@ def score(
     from parallelbench.scoring.similarity import MODEL_ENV, MetricUnavailable  # noqa: PLC0415
 
     console = Console()
+    if per_sample is not None:  # an unwritable --per-sample is known before any scoring
+        from parallelbench.outputs import OutputError, check_file  # noqa: PLC0415
+
+        try:
+            check_file(per_sample, "the per-sample scores")
+        except OutputError as err:
+            _fail(console, str(err))
     if grammar_backend:
         os.environ[BACKEND_ENV] = grammar_backend
     if bertscore_model:

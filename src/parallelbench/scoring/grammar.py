@@ -9,14 +9,18 @@ a server URL or a local LanguageTool install configured, and is never required.
 Guards that hold for every backend, so a pathological output cannot stall a run
 (Harper's time grows quadratically on long runs of symbols): an empty text, a text
 longer than `MAX_CHARS` characters, or one with a whitespace-free run longer than
-`MAX_TOKEN_CHARS` is judged ungrammatical without calling the backend. A model's
-answer of 64 tokens is a few hundred characters, far below both limits.
+`MAX_TOKEN_CHARS` is judged ungrammatical without calling the backend, and so is text
+with no word of letters or with a control character (a NUL byte ...): the backends find
+no error in a lone NUL, "[]" or "123". A model's answer of 64 tokens is a few hundred
+characters, far below both limits.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
+import unicodedata
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Protocol
@@ -194,6 +198,17 @@ def within_limits(text: str) -> bool:
     return max((len(tok) for tok in text.split()), default=0) <= MAX_TOKEN_CHARS
 
 
+def has_real_words(text: str) -> bool:
+    """Text is prose only with a word of letters and no control character: the backends
+    find no error in "\\x00", "[]", "123" or "!!!", which are not grammatical text."""
+    if any(unicodedata.category(c) == "Cc" and c not in "\t\n\r" for c in text):
+        return False
+    return _LETTERS.search(text) is not None
+
+
+_LETTERS = re.compile(r"[^\W\d_]{1,}")
+
+
 @functools.lru_cache(maxsize=200_000)
 def _cached_errors(backend: GrammarBackend, text: str, known_words: frozenset[str]) -> int:
     if known_words:
@@ -212,7 +227,7 @@ def grammar_check(
     """
     impl = _resolve(backend)
     body = text.strip() if isinstance(text, str) else ""
-    if not body or not within_limits(body):
+    if not body or not within_limits(body) or not has_real_words(body):
         return GrammarResult(0.0, impl.name, impl.version)
     from parallelbench.scoring.similarity import valid_unicode  # noqa: PLC0415
 

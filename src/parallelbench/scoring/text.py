@@ -8,9 +8,10 @@ the ``grammar`` component alone):
 - paraphrase: ``bertscore × inv_bleu × grammar``, BERTScore F1 and 1 − BLEU both
   against the source sentence (semantic closeness, lexical distance), as in the
   original release; the reference paraphrases are not scored against;
-- w2s: ``inclusion × grammar``, inclusion = every requested word present as a whole
-  word, case-insensitive; ``inclusion_substring`` is the release's plain,
-  case-sensitive substring test.
+- w2s: ``inclusion × grammar × sentence``, inclusion = every requested word present as
+  a whole word, case-insensitive; ``sentence`` = the answer is a real sentence, not the
+  words listed (`scoring/sentence.py`); ``inclusion_substring`` is the release's plain,
+  case-sensitive substring test, reported beside them.
 
 Grammar ignores spelling flags on words the answer may legitimately copy: the
 capitalised words (names) of the dialogue or source sentence, and the requested W2S
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 from parallelbench.scoring import similarity
 from parallelbench.scoring.base import Scores, register_scorer
 from parallelbench.scoring.grammar import grammar_check
+from parallelbench.scoring.sentence import check_sentence
 
 if TYPE_CHECKING:
     from parallelbench.tasks.base import Sample
@@ -90,14 +92,18 @@ def includes_word(text: str, word: str) -> bool:
 
 @register_scorer("w2s")
 def score_w2s(sample: "Sample", output: str) -> Scores:
-    """Every word of ``data["words"]`` used, and grammatical; headline ``inclusion × grammar``."""
+    """Every word of ``data["words"]`` used, in a real grammatical sentence; headline
+    ``inclusion × grammar × sentence``."""
     output = _text(output)
     words = [str(w) for w in (sample.data or {}).get("words") or []]
     grammar, meta = _grammar(output, words)
     inclusion = float(all(includes_word(output, w) for w in words))
     substring = float(all(w in output for w in words))
+    broken = check_sentence(output, words)
+    sentence = float(not broken)
+    meta["sentence_rule"] = broken or "ok"
     return Scores(
-        inclusion * grammar,
-        {"grammar": grammar, "inclusion": inclusion, "inclusion_substring": substring},
+        inclusion * grammar * sentence,
+        {"grammar": grammar, "inclusion": inclusion, "sentence": sentence, "inclusion_substring": substring},
         meta,
     )

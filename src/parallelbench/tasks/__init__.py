@@ -10,17 +10,6 @@ from parallelbench.tasks.base import (
     resolve_tasks,
 )
 
-_LOADED = False
-
-
-def _load_builtin() -> None:
-    """Import the modules that register the built-in tasks (once, lazily)."""
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    from parallelbench.tasks import puzzles, synthetic, text_writing, waiting_line  # noqa: F401
-
 
 def valid_answers(sample: Sample) -> list[str] | None:
     """The finite set of correct answers of a sample as text, or None if not enumerable."""

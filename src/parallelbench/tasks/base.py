@@ -93,9 +93,8 @@ def register(task: Task) -> Task:
 
 
 def registry() -> dict[str, Task]:
-    from parallelbench.tasks import _load_builtin  # noqa: PLC0415  (fills the registry once)
+    from parallelbench.tasks import builtin  # noqa: F401, PLC0415  (fills the registry once)
 
-    _load_builtin()
     return _REGISTRY
 
 

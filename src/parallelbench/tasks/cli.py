@@ -138,11 +138,16 @@ def export(
 
     Example: parallelbench tasks export --out tasks_out --tasks paper --limit 10
     """
+    from parallelbench.outputs import OutputError, check_folder
     from parallelbench.tasks._common import with_params
     from parallelbench.tasks.export import export_tasks
 
     if source not in ("owned", "hub"):
         _fail(f"--source must be 'owned' or 'hub', got {source!r}")
+    try:
+        check_folder(out, "the task files")
+    except OutputError as exc:
+        _fail(str(exc))
     chosen = _resolve(tasks)
     if n_min is not None or n_max is not None:
         if any(t.category not in ("waiting_line", "synthetic") for t in chosen):
@@ -171,7 +176,7 @@ def export(
 
     try:
         rows = export_tasks(chosen, out, limit, samples_of)
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, OutputError) as exc:
         _fail(str(exc))
     total = sum(c for _, _, c in rows)
     _out.print(f"wrote {total} samples of {len(rows)} tasks to {out}", highlight=False, soft_wrap=True)
@@ -187,16 +192,24 @@ def import_release(
 
     Example: parallelbench tasks import ../shared/official-parallelbench --out official.jsonl
     """
+    from parallelbench.outputs import OutputError, check_file
     from parallelbench.tasks.export import write_samples
     from parallelbench.tasks.official import load_release
 
+    try:
+        check_file(out, "the imported samples")
+    except OutputError as exc:
+        _fail(str(exc))
     wanted = {t.id for t in _resolve(tasks)} if tasks else None
     try:
         result = load_release(folder, wanted)
     except (FileNotFoundError, ValueError, KeyError) as exc:
         _fail(str(exc))
     samples = [s for task_samples in result.samples.values() for s in task_samples]
-    count = write_samples(samples, out)
+    try:
+        count = write_samples(samples, out)
+    except OutputError as exc:
+        _fail(str(exc))
     for rel in result.skipped:
         _err.print(f"skipped {rel}: no matching task", highlight=False)
     _out.print(f"imported {count} samples of {len(result.samples)} tasks to {out}", highlight=False, soft_wrap=True)

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Callable, Iterable
 
+from parallelbench.outputs import atomic_file
 from parallelbench.tasks.base import Sample, Task
 
 
@@ -19,10 +20,9 @@ def task_filename(task_id: str) -> str:
 
 
 def write_samples(samples: Iterable[Sample], path: str | Path) -> int:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write the file whole or not at all (`OutputError` for a read-only folder, a full disk ...)."""
     count = 0
-    with path.open("w", encoding="utf-8") as fh:
+    with atomic_file(path, "task samples") as fh:
         for s in samples:
             fh.write(json.dumps(s.to_dict(), ensure_ascii=False) + "\n")
             count += 1

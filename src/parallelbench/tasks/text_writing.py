@@ -29,14 +29,22 @@ def join_words(words: list[str]) -> str:
     return ", ".join(words[:-1]) + ", and " + words[-1]
 
 
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+
+
 def w2s_reference(words: list[str]) -> str:
     """A plain sentence that contains every word: shows what a passing answer looks like.
 
-    The owned word sets carry no human reference sentence; this one is grammatical and
-    includes each word, which is all the W2S score asks for.
+    The owned word sets carry no human reference sentence; this one is grammatical,
+    includes each word and is a sentence rather than the words listed (the rule of
+    `scoring/sentence.py`: no three requested words in a row).
     """
-    noun = "word" if len(words) == 1 else "words"
-    return f"This sentence uses the {noun} {join_words(words)}."
+    taken = {w.lower() for w in words}
+    noun = next(n for n in ("word", "term", "entry") if n not in taken)  # never repeat a requested word
+    if len(words) == 1:
+        return f'This sentence uses the {noun} "{words[0]}" once.'
+    places = [ORDINALS[i] if i < len(ORDINALS) else f"number {i + 1}" for i in range(len(words) - 1)] + ["last"]
+    return "This sentence puts " + join_words([f'the {noun} "{w}" {p}' for w, p in zip(words, places)]) + "."
 
 
 def _pick(task: Task, rows: tuple[dict[str, Any], ...], limit: int | None) -> list[tuple[int, dict[str, Any]]]:
@@ -123,7 +131,7 @@ def _register_all() -> None:
     for level in LEVELS:
         gen = partial(_generate_w2s, level=level)
         register(_text_task(f"text_writing/w2s_{level}", W2S_PROMPT, "w2s", gen,
-                            f"Words-to-sentence ({level}, {PAPER_WORDS} words); grammar x inclusion.",
+                            f"Words-to-sentence ({level}, {PAPER_WORDS} words); inclusion x grammar x sentence.",
                             n=PAPER_WORDS, in_paper=True, extra={"level": level}))
         for k in range(1, MAX_WORDS + 1):
             # The paper's longer-output study pairs 7 words with a 256-token budget.

@@ -75,7 +75,7 @@ def simulate(
     import torch
 
     from parallelbench.decoding import build_strategy, decode
-    from parallelbench.models.ideal_synthetic import BOS, synthetic_task
+    from parallelbench.models.ideal.synthetic import BOS, synthetic_task
     from parallelbench.theory.closed_forms import accuracy, check_task
 
     check_task(task)

@@ -13,7 +13,6 @@ option: a "package.module:factory" path called with no arguments.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +30,10 @@ class ApdOptions(DecodeOptions):
 
 
 def load_verifier(path: str) -> Any:
-    module_name, _, attr = path.partition(":")
+    from parallelbench.userimport import load_user_attr
+
     try:
-        factory = getattr(importlib.import_module(module_name), attr)
+        factory = load_user_attr(path)
     except (ImportError, AttributeError, ValueError) as exc:
         raise ValueError(f"cannot load APD verifier {path!r} ({exc}); use 'package.module:factory'") from exc
     return factory()

@@ -9,20 +9,23 @@ Options (`--model-opt KEY=VALUE`): see `parallelbench.models.hf.options.HFOption
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import importlib.util
+import logging
 from typing import Any
 
 from parallelbench.models.hf.errors import HFModelError
 
 __all__ = ["HFModelError", "load"]
 
-_NEEDS_REMOTE_CODE = {"llada": "LLaDA", "dream": "Dream / DiffuCoder"}
+log = logging.getLogger(__name__)
 
 
 def load(arg: str, **options: Any):
     """Load `hf:<arg>`; every user error is one `HFModelError` line (a `ModelSpecError`)."""
     from parallelbench.models.hf.checkpoint import resolve
-    from parallelbench.models.hf.detect import FAMILIES, detect_family, estimate_parameters
+    from parallelbench.models.hf.detect import FAMILIES, detect_family, estimate_parameters, native_family
     from parallelbench.models.hf.options import parse_options, resolve_device, resolve_dtype
 
     opts = parse_options(options)
@@ -38,6 +41,10 @@ def load(arg: str, **options: Any):
             f"cannot tell which adapter 'hf:{arg}' needs (model_type {kind!r}); "
             f"pass --model-opt family=<{'|'.join(FAMILIES)}>"
         )
+    if opts.medusa and family != "causal":
+        raise HFModelError(
+            f"--model-opt medusa=... needs an autoregressive (causal) model; 'hf:{arg}' is a {family} model"
+        )
     device = resolve_device(opts.device)
     params = estimate_parameters(ckpt.config)
     if device == "cpu" and not opts.device and not opts.force and params > opts.max_cpu_params:
@@ -45,13 +52,38 @@ def load(arg: str, **options: Any):
             f"'hf:{arg}' has about {params / 1e9:.1f}B parameters and needs a GPU (none visible); "
             "to run it on CPU anyway pass --model-opt device=cpu"
         )
-    if opts.trust_remote_code is False and family in _NEEDS_REMOTE_CODE:
-        raise HFModelError(
-            f"{_NEEDS_REMOTE_CODE[family]} checkpoints ship their own model code; "
-            "drop --model-opt trust_remote_code=false"
-        )
+    opts = _remote_code_policy(arg, ckpt.config, family, opts, native_family(ckpt.config))
     module = importlib.import_module(f"parallelbench.models.hf.{family}")
     try:
         return module.build(ckpt, opts, device=device, dtype=resolve_dtype(opts.dtype, device), name=f"hf:{arg}")
     except ValueError as exc:  # adapter-level option errors, e.g. an unsupported cache mode
         raise HFModelError(f"'hf:{arg}': {exc}") from None
+
+
+def _remote_code_policy(arg: str, config: dict, family: str, opts: Any, native: str | None) -> Any:
+    """`opts` with trust_remote_code resolved to a plain bool, or one line saying why the load stops.
+
+    A checkpoint's own Python runs only on an explicit trust_remote_code=true, and never for a
+    family with a native implementation (`detect.remote_code_allowed`).
+    """
+    from parallelbench.models.hf.detect import FAMILY_NAMES, REMOTE_CODE_FAMILIES, remote_code_allowed
+
+    trust = remote_code_allowed(config, opts.trust_remote_code)
+    if native is not None and opts.trust_remote_code:
+        log.warning("'hf:%s': trust_remote_code=true ignored: %s checkpoints never run their own code",
+                    arg, FAMILY_NAMES.get(native, native))
+    if family in REMOTE_CODE_FAMILIES and not trust:
+        if native is not None and importlib.util.find_spec("parallelbench.models.native") is not None:
+            return dataclasses.replace(opts, trust_remote_code=False)  # the native implementation loads it
+        if native is not None:
+            raise HFModelError(
+                f"'hf:{arg}' is a {FAMILY_NAMES.get(native, native)} checkpoint, which loads only through the native "
+                "implementation (parallelbench.models.native, missing from this install), never through its own code; "
+                "install a ParallelBench version that has it"
+            )
+        raise HFModelError(
+            f"'hf:{arg}' would run the checkpoint's own Python code (family {family}); "
+            "if you trust its author pass --model-opt trust_remote_code=true"
+        )
+    return dataclasses.replace(opts, trust_remote_code=trust)
+

@@ -22,12 +22,24 @@ the first position of the block still gets a fresh logit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
-if TYPE_CHECKING:
-    from parallelbench.models.hf.net import KV, HFDiffusionNet, Session
+from parallelbench.models.hf.session import KV, Session
+
+
+class CachedNet(Protocol):
+    """What the cache needs of its net (`net.HFDiffusionNet` provides it)."""
+
+    mask_id: int
+    logit_shift: int
+
+    def positions(self, attention_mask: torch.Tensor) -> torch.Tensor: ...
+
+    def kv_forward(
+        self, ids: torch.Tensor, *, positions: torch.Tensor, key_mask: torch.Tensor, past: KV | None, want_kv: bool
+    ) -> tuple[torch.Tensor, KV | None]: ...
 
 
 @dataclass
@@ -36,14 +48,14 @@ class _State:
     prompt: torch.Tensor  # [b, P] prompt ids (a different prompt means a new decode)
     blocks: torch.Tensor  # [b] active block of each row at the last refresh
     positions: torch.Tensor  # [b, L]
-    kv: "KV"  # every position's keys/values at the last refresh
+    kv: KV  # every position's keys/values at the last refresh
     raw: torch.Tensor  # [b, L, V] latest raw logits
     start: int  # window [start, end)
     end: int
 
 
 class BlockKVCache:
-    def __init__(self, net: "HFDiffusionNet", mode: str):
+    def __init__(self, net: CachedNet, mode: str):
         if mode not in ("prefix", "dual"):
             raise ValueError(f"cache mode {mode!r} is invalid: use prefix or dual")
         self.net = net
@@ -55,7 +67,7 @@ class BlockKVCache:
         self.state = None
         self.refreshes = {}
 
-    def forward(self, canvas: torch.Tensor, attention_mask: torch.Tensor, rows: torch.Tensor, session: "Session") -> torch.Tensor:
+    def forward(self, canvas: torch.Tensor, attention_mask: torch.Tensor, rows: torch.Tensor, session: Session) -> torch.Tensor:
         b, length = canvas.shape
         gen = session.gen_length
         prompt_len = length - gen

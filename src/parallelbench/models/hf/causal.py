@@ -109,4 +109,11 @@ def build(ckpt, opts, *, device: str, dtype, name: str):
     if not stops:
         raise ValueError(f"'hf:{ckpt.label}' has no EOS token in its tokenizer; cannot tell where answers end")
     versions = {"checkpoint": label}
-    return HFCausalTextModel(model, tokenizer, name, stop_ids=stops, batch_size=opts.batch_size, versions=versions)
+    base = HFCausalTextModel(model, tokenizer, name, stop_ids=stops, batch_size=opts.batch_size, versions=versions)
+    if opts.medusa:
+        from parallelbench.models.medusa.decoder import MedusaTextModel
+        from parallelbench.models.medusa.heads import load_heads
+
+        heads, _ = load_heads(opts.medusa, hidden_size=int(model.config.hidden_size), vocab_size=base.vocab_size)
+        return MedusaTextModel(base, heads.to(dtype=dtype), opts.medusa)
+    return base

@@ -24,6 +24,7 @@ class Checkpoint:
     config: dict[str, Any]  # raw config.json ({} for GGUF files: the config lives in the file)
     gguf_file: str | None = None  # file name inside `source` for GGUF checkpoints
     local: bool = True
+    offline: bool = False  # hub unreachable or switched off: the files come from the local cache only
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -67,7 +68,10 @@ def resolve(arg: str, revision: str | None = None) -> Checkpoint:
         raise HFModelError(
             f"model 'hf:{arg}' not found: no such local folder, and it is not a hub id of the form owner/name"
         )
-    return Checkpoint(arg, _hub_config(arg, revision), local=False)
+    from parallelbench.models.hf.hub import hub_file
+
+    config_path, offline = hub_file(arg, "config.json", revision)
+    return Checkpoint(arg, _read_json(config_path, arg), local=False, offline=offline)
 
 
 def _read_json(path: Path, arg: str) -> dict[str, Any]:
@@ -76,18 +80,3 @@ def _read_json(path: Path, arg: str) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise HFModelError(f"model 'hf:{arg}': cannot read {path} ({exc}); check the checkpoint") from None
 
-
-def _hub_config(repo_id: str, revision: str | None) -> dict[str, Any]:
-    try:
-        from huggingface_hub import hf_hub_download
-    except ImportError:  # pragma: no cover
-        raise HFModelError("hf: models need transformers and huggingface_hub: pip install 'transformers>=4.46'") from None
-    try:
-        path = hf_hub_download(repo_id, "config.json", revision=revision)
-    except Exception as exc:  # noqa: BLE001 - offline, unknown repo, gated: all the same to the user
-        reason = " ".join(str(exc).split())[:160]
-        raise HFModelError(
-            f"model 'hf:{repo_id}' not found: not a local folder and the Hugging Face Hub did not give its "
-            f"config ({type(exc).__name__}: {reason}); check the id, your network or HF_TOKEN, or give a local path"
-        ) from None
-    return _read_json(Path(path), repo_id)

@@ -1,8 +1,13 @@
 """Which adapter a checkpoint needs, read from its config.json (no model code is imported).
 
-LLaDA and Dream ship remote code, so their config cannot be parsed by transformers
-without trusting that code; detection therefore works on the raw JSON: model_type,
-then architectures, then the auto_map module names.
+Detection works on the raw JSON: the model_type (and, for LLaDA, the OLMo-style
+field set), then transformers' own causal-LM table. Names in `architectures` or
+`auto_map` never select LLaDA or Dream: a checkpoint cannot opt itself into a family
+(and so into running code) by naming a class "llada" or "dream".
+
+Remote code policy (`remote_code_allowed`): a checkpoint's own Python runs only when
+the user passed trust_remote_code=true explicitly, and never for a family that has a
+native implementation.
 """
 
 from __future__ import annotations
@@ -10,19 +15,53 @@ from __future__ import annotations
 from typing import Any
 
 FAMILIES = ("llada", "dream", "diffusion_gemma", "causal")
-REMOTE_CODE_FAMILIES = ("llada", "dream")  # their modeling code lives in the checkpoint
+REMOTE_CODE_FAMILIES = ("llada", "dream")  # adapters over a checkpoint's own modeling code
+FAMILY_NAMES = {"llada": "LLaDA", "dream": "Dream / DiffuCoder", "diffusion_gemma": "DiffusionGemma", "causal": "causal LM"}
 
-_BY_MODEL_TYPE = {"llada": "llada", "dream": "dream", "diffusion_gemma": "diffusion_gemma"}
-_BY_NAME_PART = (("llada", "llada"), ("dream", "dream"), ("diffusiongemma", "diffusion_gemma"))
+_BY_MODEL_TYPE = {"diffusion_gemma": "diffusion_gemma"}
+_BY_NAME_PART = (("diffusiongemma", "diffusion_gemma"),)  # a transformers class: no remote code involved
+_OLMO_FIELDS = ("d_model", "n_heads", "n_layers")  # LLaDA's OLMo-style config (Hugging Face names differ)
+
+
+def native_family(config: dict[str, Any]) -> str | None:
+    """'llada' or 'dream' when the checkpoint belongs to a family with a native implementation.
+
+    Delegates to `parallelbench.models.native.family_of` when that package is present;
+    otherwise reads the same facts: model_type "llada" (any case) or an OLMo-style
+    LLaDA config without a model_type, and model_type "Dream" (Dream 7B, DiffuCoder).
+    """
+    try:
+        from parallelbench.models.native import family_of
+    except ImportError:
+        return _native_family_from_fields(config)
+    return family_of(config)
+
+
+def _native_family_from_fields(config: dict[str, Any]) -> str | None:
+    model_type = str(config.get("model_type") or "").lower()
+    if model_type == "llada":
+        return "llada"
+    if model_type == "dream":
+        return "dream"
+    if not model_type and all(isinstance(config.get(k), int) for k in _OLMO_FIELDS) and "mask_token_id" in config:
+        return "llada"
+    return None
+
+
+def remote_code_allowed(config: dict[str, Any], requested: bool | None) -> bool:
+    """Run the checkpoint's own code? Only on an explicit opt-in, and only without a native implementation."""
+    return requested is True and native_family(config) is None
 
 
 def detect_family(config: dict[str, Any]) -> str | None:
     """'llada', 'dream', 'diffusion_gemma', 'causal', or None when nothing matches."""
+    native = native_family(config)
+    if native is not None:
+        return native
     model_type = str(config.get("model_type", "")).lower()
     if model_type in _BY_MODEL_TYPE:
         return _BY_MODEL_TYPE[model_type]
     names = [str(a) for a in config.get("architectures") or []]
-    names += [str(v) for v in (config.get("auto_map") or {}).values()]
     for name in names:
         low = name.lower().replace("_", "")
         for part, family in _BY_NAME_PART:

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from parallelbench.models.hf.llada import _as_tuples, mask_id_of
+from parallelbench.models.hf.llada import _as_tuples
 from parallelbench.models.hf.net import KV, HFDiffusionNet
 
 DREAM_MASK_ID = 151666

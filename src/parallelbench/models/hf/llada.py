@@ -45,16 +45,6 @@ def _as_tuples(cache: Any) -> KV:
     return list(zip(cache.key_cache, cache.value_cache))
 
 
-def mask_id_of(config: dict, tokenizer: Any, default: int) -> int:
-    for key in ("mask_token_id", "mask_id"):
-        if isinstance(config.get(key), int):
-            return int(config[key])
-    tok_mask = getattr(tokenizer, "mask_token_id", None)
-    if tok_mask is not None:
-        return int(tok_mask)
-    return default
-
-
 def build(ckpt, opts, *, device: str, dtype, name: str):
     from parallelbench.models.hf.loading import build_remote_dllm
 

@@ -12,6 +12,8 @@ def load_tokenizer(ckpt: Checkpoint, *, trust_remote_code: bool, revision: str |
     from transformers import AutoTokenizer
 
     kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    if ckpt.offline:  # the hub cannot be reached: no retries, the cache only
+        kwargs["local_files_only"] = True
     if ckpt.gguf_file:
         kwargs["gguf_file"] = ckpt.gguf_file
     if revision:
@@ -26,6 +28,8 @@ def load_weights(
     ckpt: Checkpoint, auto_class: Any, *, device: str, dtype: Any, trust_remote_code: bool, revision: str | None = None
 ) -> Any:
     kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code, "dtype": dtype}
+    if ckpt.offline:
+        kwargs["local_files_only"] = True
     if ckpt.gguf_file:
         kwargs["gguf_file"] = ckpt.gguf_file
     if revision:
@@ -48,11 +52,10 @@ def build_remote_dllm(ckpt: Checkpoint, opts: Any, *, net_class: type, default_m
     """Load a remote-code dLLM (LLaDA, Dream) and wrap it: the families differ only in their net class."""
     from transformers import AutoModel
 
-    from parallelbench.models.hf.llada import mask_id_of
     from parallelbench.models.hf.text_model import HFDiffusionTextModel
-    from parallelbench.models.hf.tokenizer import HFChatTokenizer, stop_ids_of
+    from parallelbench.models.hf.tokenizer import HFChatTokenizer, mask_id_of, stop_ids_of
 
-    trust = True if opts.trust_remote_code is None else opts.trust_remote_code
+    trust = opts.trust_remote_code is True  # resolved by the package's remote-code policy
     tokenizer = load_tokenizer(ckpt, trust_remote_code=trust, revision=opts.revision)
     model = load_weights(ckpt, AutoModel, device=device, dtype=dtype, trust_remote_code=trust, revision=opts.revision)
     stops = stop_ids_of(tokenizer, ckpt.config)

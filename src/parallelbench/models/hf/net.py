@@ -16,21 +16,13 @@ adds what every family shares:
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 import torch
 
-KV = list[tuple[torch.Tensor, torch.Tensor]]  # per layer (keys, values), [B, heads, T, head_dim]
+from parallelbench.models.hf.session import KV, Session
 
-
-@dataclass
-class Session:
-    """One decode call: its generation length and semi-AR block length (None = one block)."""
-
-    gen_length: int
-    block_length: int | None = None
-    seed: int = 0
+__all__ = ["KV", "HFDiffusionNet", "Session", "merge_stop_logits", "shift_logits"]
 
 
 class HFDiffusionNet:

@@ -21,12 +21,13 @@ class HFOptions:
     dtype: str | None = None  # bfloat16 / float16 / float32; default bf16 on GPU, fp32 on CPU
     cache: str | None = None  # KV cache: none, prefix or dual (Fast-dLLM); default: the family's (none; DiffusionGemma prefix)
     batch_size: int = 8  # samples per forward batch
-    trust_remote_code: bool | None = None  # default: only for families that need it (LLaDA, Dream)
+    trust_remote_code: bool | None = None  # run the checkpoint's own code: only if true and no native family
     force: bool = False  # run a large model on CPU anyway
     family: str | None = None  # override detection: llada, dream, diffusion_gemma, causal
     revision: str | None = None  # hub revision
     self_conditioning: bool = True  # DiffusionGemma: feed the previous step's logits back
     max_cpu_params: float = 3e9  # above this many parameters a CPU load needs device=cpu or force=true
+    medusa: str | None = None  # causal LMs: a Medusa heads folder; decode with --strategy medusa / medusa-verified
 
     def __post_init__(self) -> None:
         if self.cache is not None and self.cache not in CACHE_MODES:
@@ -65,7 +66,8 @@ def _coerce(name: str, kind: type, value: Any) -> Any:
 
 
 _KINDS = {"device": str, "dtype": str, "cache": str, "batch_size": int, "trust_remote_code": bool, "force": bool,
-          "family": str, "revision": str, "self_conditioning": bool, "max_cpu_params": float}
+          "family": str, "revision": str, "self_conditioning": bool, "max_cpu_params": float,
+          "medusa": str}
 
 
 def parse_options(options: dict[str, Any]) -> HFOptions:

@@ -61,3 +61,14 @@ def stop_ids_of(tokenizer: Any, config: dict | None = None, extra: Iterable[int]
             ids.append(int(vocab[token]))
     ids.extend(int(i) for i in extra)
     return list(dict.fromkeys(ids))
+
+
+def mask_id_of(config: dict, tokenizer: Any, default: int) -> int:
+    """The mask token id: config field, then the tokenizer's mask token, then the family default."""
+    for key in ("mask_token_id", "mask_id"):
+        if isinstance(config.get(key), int):
+            return int(config[key])
+    tok_mask = getattr(tokenizer, "mask_token_id", None)
+    if tok_mask is not None:
+        return int(tok_mask)
+    return default

@@ -69,13 +69,16 @@ def train(
             raise typer.BadParameter(f"unknown task ids {unknown}; run `parallelbench tasks list`", param_hint="--tasks")
     if resume and not (out / "checkpoint.pt").exists():
         raise typer.BadParameter(f"{out}/checkpoint.pt does not exist; drop --resume to start afresh", param_hint="--resume")
-    from parallelbench.models.tiny.train import TrainConfig, train as run_training
+    from parallelbench.models.tiny.train import CheckpointError, TrainConfig, train as run_training
 
     cfg = TrainConfig(out=str(out), steps=steps, minutes=minutes, transition=transition, seed=seed,
                       batch_size=batch_size, lr=lr, d_model=d_model, n_layers=layers, n_heads=heads,
                       d_ff=4 * d_model, threads=threads, tasks=task_ids, stop_at=stop_at,
                       grid=TrainConfig.grid if grid else 0, grid_bias=grid, grid_exclude=grid and grid_exclude, rank=rank)
-    folder = run_training(cfg, resume=resume, progress=progress)
+    try:
+        folder = run_training(cfg, resume=resume, progress=progress)
+    except CheckpointError as exc:  # an unreadable or foreign checkpoint.pt on --resume
+        _fail(str(exc))
     info = json.loads((folder / "config.json").read_text())
     console.print(f"[green]done:[/green] {info['train']['steps_done']} steps in {info['train']['seconds']:.0f} s; "
                   f"model in {folder} ({info['parameters']:,} parameters)")

@@ -36,6 +36,7 @@ TASK_WEIGHT = {
     "insert_random": 1.5, "insert_index": 1.5, "replace_index": 1.5, "copy": 0.5,
 }
 SEED_BASE = 2**31
+EOS_WEIGHT = 0.1  # loss weight of [EOS] padding targets (both training objectives)
 LENGTH_BAND = 16  # batches hold examples whose prompt + answer lengths share a band this wide
 
 

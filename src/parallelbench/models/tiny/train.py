@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from parallelbench.models.tiny.data import (
+    EOS_WEIGHT,
     HeldOutGuard,
     TrainingStream,
     collate,
@@ -84,7 +85,6 @@ def lr_at(cfg: TrainConfig, step: int) -> float:
 
 
 T_MIN = 0.05  # smallest masking ratio drawn (see masked_diffusion_loss)
-EOS_WEIGHT = 0.1  # loss weight of [EOS] padding targets
 
 
 def masked_diffusion_loss(
@@ -166,6 +166,10 @@ def _atomic_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
+class CheckpointError(ValueError):
+    """A checkpoint.pt that `--resume` cannot read (refused by weights_only, truncated, foreign)."""
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
@@ -181,7 +185,14 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
     ckpt_path = out / CHECKPOINT
     state = None
     if resume and ckpt_path.exists():
-        state = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+        try:  # weights_only: a planted checkpoint can hold tensors and numbers, never code
+            state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - unpickling refused, truncated or foreign file
+            reason = " ".join(str(exc).split())[:160]
+            raise CheckpointError(
+                f"{ckpt_path} is not a training checkpoint this version can resume ({type(exc).__name__}: {reason}); "
+                "delete it or drop --resume to start afresh"
+            ) from None
         # Checkpoints from before the grid embedding existed trained without it.
         saved = TrainConfig(**{"grid": 0, "grid_bias": False, "grid_clean": 0.0, "grid_exclude": False, "rank": False, **state["train_config"]})
         # The run's identity comes from the checkpoint; only the stopping rule may change.

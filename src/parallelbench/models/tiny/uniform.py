@@ -53,7 +53,7 @@ def uniform_diffusion_loss(
     random_tokens = pool[torch.randint(len(pool), canvas.shape, generator=gen)]
     inputs = torch.where(corrupt, random_tokens, canvas)
     logits = model(inputs, attention_mask=batch["attention"], positions=maskable)
-    from parallelbench.models.tiny.train import EOS_WEIGHT
+    from parallelbench.models.tiny.data import EOS_WEIGHT
 
     ce = F.cross_entropy(logits, canvas[maskable], reduction="none")
     # As for the masked model: the [EOS] padding must not swamp the content tokens.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from parallelbench.models.ideal import AnswerSet, IdealModel
+from parallelbench.models.ideal.model import AnswerSet, IdealModel
 
 MASK, EOS, BOS, OPEN, COMMA, CLOSE, REPLACEMENT = range(7)
 FIRST_ITEM = 7

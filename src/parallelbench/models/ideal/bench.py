@@ -1,7 +1,7 @@
 """The runner-level ideal model (spec "ideal"): benchmark samples in, exact-model decodes out.
 
 For each sample it asks `parallelbench.tasks.valid_answers` for every correct
-answer, tokenises them word by word (`ideal_tokenizer.py`), pads them with EOS
+answer, tokenises them word by word (`tokenizer.py`), pads them with EOS
 to the longest and decodes exactly that answer region with the real engine and
 the given strategy. The model's predictions are the data's exact conditionals,
 so any error is the strategy's own: the floor of section 4 on real tasks.
@@ -94,8 +94,8 @@ class IdealBenchModel:
 
         from parallelbench.decoding import decode
         from parallelbench.decoding.strategy import as_strategy
-        from parallelbench.models.ideal import IdealModel
-        from parallelbench.models.ideal_tokenizer import AnswerTokenizer
+        from parallelbench.models.ideal.model import IdealModel
+        from parallelbench.models.ideal.tokenizer import AnswerTokenizer
 
         if strategy is None:
             raise ValueError("the ideal model is a diffusion model: pass a decoding strategy")

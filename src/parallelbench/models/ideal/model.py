@@ -16,13 +16,13 @@ If a canvas contradicts every answer (possible after a bad parallel step) the
 model has no data to condition on; it then returns, at each masked position, a
 uniform distribution over the tokens that appear there in any answer.
 
-`load` (the runner-level spec "ideal") lives in `ideal_bench.py`; it is
-re-exported here because the registry points at this module.
+`load` (the runner-level spec "ideal") lives in `bench.py`; the package
+`parallelbench.models.ideal` exposes it because the registry points there.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import torch
 
@@ -273,9 +273,3 @@ def _dedup_local_logits(aset: AnswerSet, gen: torch.Tensor, mask_id: int, vocab_
     first.scatter_reduce_(0, inverse, torch.arange(gen.shape[0]), reduce="amin")
     return aset.local_logits(gen[first], mask_id, vocab_size)[inverse]
 
-
-def load(arg: str = "", **options: Any):
-    """Runner-level spec "ideal": see `parallelbench.models.ideal_bench.IdealBenchModel`."""
-    from parallelbench.models.ideal_bench import load as _load
-
-    return _load(arg, **options)

@@ -1,0 +1,65 @@
+"""`parallelbench models ...`: inspect model checkpoints (torch and transformers imported inside)."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+app = typer.Typer(
+    help=(
+        "Inspect model checkpoints.\n\n"
+        "Example: parallelbench models check hf:GSAI-ML/LLaDA-1.5"
+    ),
+    no_args_is_help=True,
+)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)  # one line, never wrapped
+    raise typer.Exit(2)
+
+
+@app.command("check")
+def check(
+    spec: str = typer.Argument(..., metavar="hf:<dir-or-id>", help="A LLaDA / LLaDA 1.5 or Dream / DiffuCoder checkpoint: local folder or hub id."),
+    device: str = typer.Option("cpu", "--device", help="cpu, cuda, cuda:1 ..."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="float32, bfloat16 or float16 (default: the native loader's: float32 on CPU)."),
+    canvases: int = typer.Option(3, "--canvases", min=1, help="Random canvases to run (lengths LENGTH, LENGTH-7, ...)."),
+    length: int = typer.Option(32, "--length", min=4, help="Length of the longest canvas."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random canvases."),
+    revision: Optional[str] = typer.Option(None, "--revision", help="Hub revision."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Also run the checkpoint's own modeling code (needs transformers 4.x) and compare logits with it."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
+) -> None:
+    """Load a checkpoint natively (never its own code) and report config, parameter count, dtype,
+    and the largest logit differences: padded batch vs each canvas alone, and, with
+    --trust-remote-code under transformers 4.x, against the checkpoint's own code.
+
+    Examples:
+
+      parallelbench models check hf:GSAI-ML/LLaDA-1.5
+
+      parallelbench models check hf:./checkpoints/dream --canvases 5 --length 64 --json
+
+      # in a scratch venv with transformers==4.49 (see docs/models.md):
+      parallelbench models check hf:GSAI-ML/LLaDA-8B-Instruct --trust-remote-code
+    """
+    from parallelbench.models.hf.check import check as run_check
+    from parallelbench.models.hf.errors import HFModelError
+
+    if not spec.startswith("hf:") or len(spec) == 3:
+        _fail(f"{spec!r} is not an hf: spec; give hf:<folder> or hf:<owner/name>")
+    try:
+        report = run_check(spec[3:], device=device, dtype=dtype, canvases=canvases, length=length, seed=seed,
+                           revision=revision, trust_remote_code=trust_remote_code)
+    except HFModelError as exc:
+        _fail(str(exc))
+    if as_json:
+        from dataclasses import asdict
+
+        typer.echo(json.dumps(asdict(report), default=str))
+    else:
+        for line in report.lines():
+            typer.echo(line)

@@ -1,0 +1,235 @@
+"""`parallelbench models check hf:<dir-or-id>`: load a checkpoint natively and say whether to trust it.
+
+Reports the config, parameter count and dtype of the native load, then runs a few random
+canvases (about half their positions masked) through it alone and in one left-padded batch:
+a row must get the same logits at its real positions either way. With `trust_remote_code`
+and a transformers version that runs the checkpoint's own modeling code (4.x: the published
+LLaDA and Dream code fails under 5.x), the same canvases also go through that code and the
+largest logit difference against it is reported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from parallelbench.models.hf.errors import HFModelError
+from parallelbench.models.hf.hub import short
+
+# config fields worth showing, in this order (OLMo-style LLaDA and Qwen2-style Dream names)
+CONFIG_FIELDS = ("model_type", "d_model", "hidden_size", "n_layers", "num_hidden_layers", "n_heads",
+                 "num_attention_heads", "n_kv_heads", "num_key_value_heads", "mlp_hidden_size", "intermediate_size",
+                 "vocab_size", "embedding_size", "mask_token_id", "rope_theta", "max_sequence_length",
+                 "max_position_embeddings", "torch_dtype")
+# what a native load reads; never the checkpoint's .py files
+NATIVE_FILES = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken"]
+SCRATCH_VENV_HINT = "see 'Checking a checkpoint' in docs/models.md for a scratch venv with transformers==4.49"
+
+
+@dataclass
+class CheckReport:
+    family: str
+    source: str
+    config: dict[str, Any]
+    parameters: int
+    dtypes: list[str]
+    device: str
+    load_seconds: float
+    lengths: list[int]
+    padded_vs_alone: float  # native, left-padded batch vs each row alone (batch invariance)
+    reference: str  # what happened with the checkpoint's own code, one line
+    reference_alone: float | None = None  # native vs reference, each canvas alone
+    reference_padded: float | None = None  # native padded batch vs reference alone
+    shift: str = ""  # how Dream's logits were aligned with the reference
+    notes: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        cfg = ", ".join(f"{k}={self.config[k]}" for k in CONFIG_FIELDS if k in self.config)
+        out = [
+            f"checkpoint: {self.source}",
+            f"family: {self.family} (native implementation)",
+            f"config: {cfg}",
+            f"parameters: {self.parameters:,} ({self.parameters / 1e9:.2f} B)",
+            f"dtype: {', '.join(self.dtypes)} on {self.device} (loaded in {self.load_seconds:.1f} s)",
+            f"canvases: {len(self.lengths)} random, lengths {', '.join(map(str, self.lengths))}, about half masked",
+            f"native, padded batch vs alone: max |logit difference| {self.padded_vs_alone:.3g}",
+        ]
+        if self.reference_alone is not None:
+            out.append(f"native vs checkpoint code, alone: max |logit difference| {self.reference_alone:.3g}{self.shift}")
+            out.append(f"native padded vs checkpoint code alone: max |logit difference| {self.reference_padded:.3g}")
+        out.append(f"reference: {self.reference}")
+        return out + self.notes
+
+
+def _native() -> Any:
+    try:
+        return importlib.import_module("parallelbench.models.native")
+    except ImportError as exc:
+        if exc.name and not "parallelbench.models.native".startswith(exc.name):
+            raise HFModelError(f"the native implementations cannot be imported ({short(str(exc))})") from None
+        raise HFModelError(
+            "the native implementations (parallelbench.models.native) are not in this install; "
+            "update ParallelBench to a version that has them"
+        ) from None
+
+
+def _local_folder(ckpt: Any, revision: str | None, with_code: bool) -> Path:
+    if ckpt.local:
+        return Path(ckpt.source)
+    from huggingface_hub import snapshot_download
+
+    patterns = NATIVE_FILES + (["*.py"] if with_code else [])
+    try:
+        return Path(snapshot_download(ckpt.source, revision=revision, allow_patterns=patterns,
+                                      local_files_only=ckpt.offline))
+    except Exception as exc:  # noqa: BLE001
+        raise HFModelError(f"cannot download 'hf:{ckpt.source}' ({short(f'{type(exc).__name__}: {exc}')})") from None
+
+
+def random_canvases(vocab: int, mask_id: int, lengths: list[int], seed: int) -> list[Any]:
+    """One LongTensor [L] per length: random ids (never the mask id), about half replaced by the mask."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    rows = []
+    for length in lengths:
+        ids = torch.randint(0, vocab - 1, (length,), generator=gen)
+        ids = ids + (ids >= mask_id).long()  # skip mask_id itself
+        masked = torch.rand(length, generator=gen) < 0.5
+        rows.append(torch.where(masked, torch.full_like(ids, mask_id), ids))
+    return rows
+
+
+def left_pad(rows: list[Any], pad_id: int) -> tuple[Any, Any]:
+    import torch
+
+    width = max(len(r) for r in rows)
+    canvas = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.bool)
+    for i, r in enumerate(rows):
+        canvas[i, width - len(r):] = r
+        mask[i, width - len(r):] = True
+    return canvas, mask
+
+
+def _logits(out: Any) -> Any:
+    return getattr(out, "logits", out)
+
+
+def _max_diff(a: Any, b: Any) -> float:
+    return float((a.float() - b.float()).abs().max()) if a.numel() else 0.0
+
+
+def _padded_diffs(padded: Any, alone: list[Any], rows: list[Any], skip_first: bool) -> float:
+    """Largest difference at the real positions of each padded row against that row alone."""
+    worst = 0.0
+    width = padded.shape[1]
+    skip = 1 if skip_first else 0  # a shifted family's first real logit comes from the pad before it
+    for i, r in enumerate(rows):
+        real = padded[i, width - len(r) + skip:]
+        worst = max(worst, _max_diff(real[..., : alone[i].shape[-1]], alone[i][0, skip:, : real.shape[-1]]))
+    return worst
+
+
+def _shifted(logits: Any) -> Any:
+    import torch
+
+    return torch.cat([logits[:, :1], logits[:, :-1]], dim=1)
+
+
+def check(arg: str, *, device: str = "cpu", dtype: str | None = None, canvases: int = 3, length: int = 32,
+          seed: int = 0, revision: str | None = None, trust_remote_code: bool = False,
+          log: Callable[[str], None] | None = None) -> CheckReport:
+    """Load `hf:<arg>` natively and measure it; every user error is one `HFModelError` line."""
+    import torch
+
+    from parallelbench.models.hf.checkpoint import resolve
+    from parallelbench.models.hf.detect import native_family
+
+    if canvases < 1 or length < 4:
+        raise HFModelError("models check needs --canvases >= 1 and --length >= 4")
+    if dtype is not None and dtype not in ("float32", "bfloat16", "float16", "fp32", "bf16", "fp16"):
+        raise HFModelError(f"--dtype {dtype!r} is invalid: use float32, bfloat16 or float16")
+    ckpt = resolve(arg, revision)
+    family = native_family(ckpt.config)
+    if family is None:
+        kind = ckpt.config.get("model_type") or ckpt.config.get("architectures")
+        raise HFModelError(
+            f"'hf:{arg}' (model_type {kind!r}) is not of a family with a native implementation; "
+            "models check covers LLaDA / LLaDA 1.5 and Dream / DiffuCoder checkpoints"
+        )
+    native = _native()
+    folder = _local_folder(ckpt, revision, with_code=trust_remote_code)
+    start = time.perf_counter()
+    try:
+        module, config = native.load_native(str(folder), device=device, dtype=dtype)
+    except HFModelError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the loader's own one-line errors and anything else
+        raise HFModelError(f"cannot load 'hf:{arg}' natively: {short(str(exc) or type(exc).__name__, 240)}") from None
+    load_seconds = time.perf_counter() - start
+    config = dict(config or ckpt.config)
+    module.eval()
+    params = list(module.parameters())
+    model_device = str(params[0].device) if params else device
+
+    vocab = int(config.get("vocab_size") or config.get("embedding_size"))
+    mask_id = next((int(m) for m in (getattr(module, "mask_id", None), config.get("mask_token_id")) if m is not None),
+                   vocab - 1)
+    pad_id = int(config.get("pad_token_id") or config.get("eos_token_id") or 0)
+    if pad_id == mask_id:
+        pad_id = 0 if mask_id != 0 else 1
+    lengths = [max(4, length - 7 * i) for i in range(canvases)]
+    rows = random_canvases(vocab, mask_id, lengths, seed)
+    shifted_family = family == "dream"
+    with torch.no_grad():
+        alone = [_logits(module(r.unsqueeze(0).to(model_device))).cpu() for r in rows]
+        canvas, mask = left_pad(rows, pad_id)
+        padded = _logits(module(canvas.to(model_device), attention_mask=mask.to(model_device))).cpu()
+    report = CheckReport(
+        family=family, source=ckpt.label, config=config, parameters=sum(p.numel() for p in params),
+        dtypes=sorted({str(p.dtype).replace("torch.", "") for p in params}), device=model_device,
+        load_seconds=load_seconds, lengths=lengths,
+        padded_vs_alone=_padded_diffs(padded, alone, rows, shifted_family), reference="",
+    )
+    _reference(report, folder, rows, alone, padded, trust_remote_code, device=model_device,
+               dtype=params[0].dtype if params else torch.float32, shifted_family=shifted_family)
+    return report
+
+
+def _reference(report: CheckReport, folder: Path, rows: list[Any], alone: list[Any], padded: Any,
+               trust_remote_code: bool, *, device: str, dtype: Any, shifted_family: bool) -> None:
+    """Fill the reference fields: the checkpoint's own code on the same canvases, when it can run."""
+    import torch
+    import transformers
+
+    version = transformers.__version__
+    if int(version.split(".")[0]) >= 5:
+        report.reference = (f"not run: the checkpoint's own code was written for transformers 4.x and does not run "
+                            f"under transformers {version}; {SCRATCH_VENV_HINT}")
+        return
+    if not trust_remote_code:
+        report.reference = "skipped: comparing runs the checkpoint's own Python code; pass --trust-remote-code to do it"
+        return
+    try:
+        model = transformers.AutoModel.from_pretrained(str(folder), trust_remote_code=True, torch_dtype=dtype)
+        model = model.to(device).eval()
+        with torch.no_grad():
+            ref = [_logits(model(r.unsqueeze(0).to(device))).cpu() for r in rows]
+    except Exception as exc:  # noqa: BLE001 - the checkpoint's code failing is a finding, not a crash
+        report.reference = f"the checkpoint's own code failed under transformers {version}: " + short(
+            f"{type(exc).__name__}: {exc}")
+        return
+    diffs = [max(_max_diff(a[..., : r.shape[-1]], r[..., : a.shape[-1]]) for a, r in zip(alone, ref))]
+    if shifted_family:  # the native net may already shift Dream's logits by one, as the engine sees them
+        shifted = max(_max_diff(a[..., : r.shape[-1]], _shifted(r)[..., : a.shape[-1]]) for a, r in zip(alone, ref))
+        if shifted < diffs[0]:
+            ref = [_shifted(r) for r in ref]
+            report.shift = " (checkpoint logits shifted by one position, as the engine sees them)"
+            diffs = [shifted]
+    report.reference_alone = diffs[0]
+    report.reference_padded = _padded_diffs(padded, ref, rows, shifted_family)
+    report.reference = f"the checkpoint's own code under transformers {version}"
