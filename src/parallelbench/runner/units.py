@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from parallelbench.tasks.base import Sample, Task
 
 NON_DIFFUSION_KINDS = ("autoregressive", "api")
+# Models that decode each sample on its own (no batch effects): a partly done unit sends only its missing samples.
+PER_SAMPLE_KINDS = ("api",)
 
 
 @dataclass
@@ -44,12 +46,15 @@ class WorkUnit:
     samples: list["Sample"]
     data_version: str  # identifies the task's generator settings
     keys: list[tuple] = field(default_factory=list)  # (strategy, params, task, sample_id, seed)
+    anchor: str = ""  # the first sample id of the full chunk, when only its missing samples are left
+
 
     @property
     def decode_seed(self) -> int:
         """Derived from the unit's identity only, so any executor decodes it identically."""
         ident = "|".join(
-            [self.model, self.config.strategy, self.config.params, self.task, self.samples[0].id, str(self.seed)]
+            [self.model, self.config.strategy, self.config.params, self.task, self.anchor or self.samples[0].id,
+             str(self.seed)]
         )
         return int.from_bytes(hashlib.sha256(ident.encode()).digest()[:4], "big") & 0x7FFFFFFF
 
@@ -172,8 +177,16 @@ def make_units(
                     if found:
                         skipped += len(keys)
                         continue
+                    anchor = ""
+                    if model_kind in PER_SAMPLE_KINDS and model_versions is not None:
+                        # one request per sample: send only what is missing (a re-run retries just the failed)
+                        missing = [i for i, k in enumerate(keys) if k + (prov,) not in done]
+                        skipped += len(keys) - len(missing)
+                        anchor = chunk[0].id
+                        chunk, keys = [chunk[i] for i in missing], [keys[i] for i in missing]
                     units.append(
-                        WorkUnit(model, config, task.id, task.category, task.max_new_tokens, seed, chunk, version, keys)
+                        WorkUnit(model, config, task.id, task.category, task.max_new_tokens, seed, chunk, version, keys,
+                                 anchor)
                     )
     return units, skipped
 
