@@ -359,3 +359,26 @@ def test_the_real_command_line_in_a_subprocess(serve, tmp_path: Path) -> None:
     assert second.returncode == 0, second.stderr
     check_stored_once(tmp_path)
     no_key_in_files(tmp_path)
+
+
+def test_ctrl_c_says_in_one_line_how_many_rows_are_saved(serve, tmp_path: Path) -> None:
+    def slow(h, body, prompt, nth):
+        time.sleep(0.3)
+        answer(h)
+    s = serve(slow)
+    db = tmp_path / "r.db"
+    args = [sys.executable, "-m", "parallelbench.cli", "run", "--model", "api:fault-model", "--tasks", TASK,
+            "--limit", "12", "--batch-size", "1", "--db", str(db), "--no-progress", "--no-report",
+            "--model-opt", f"base_url={s.url}", "--model-opt", "concurrency=1"]
+    env = {**os.environ, "PARALLELBENCH_API_KEY": KEY, "COLUMNS": "200"}
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(s.log) < 3:
+        time.sleep(0.05)
+    proc.send_signal(2)  # SIGINT, as Ctrl-C sends
+    out, err = proc.communicate(timeout=60)
+    lines = [ln for ln in (out + err).splitlines() if ln.strip()]
+    assert proc.returncode == 130 and "Traceback" not in out + err
+    assert len(lines) == 1 and "re-run the same command to resume" in lines[0], lines
+    saved = int(lines[0].split("interrupted: ")[1].split(" rows")[0].replace(",", ""))
+    assert saved == len(rows(tmp_path)) >= 2
