@@ -382,3 +382,22 @@ def test_ctrl_c_says_in_one_line_how_many_rows_are_saved(serve, tmp_path: Path) 
     assert len(lines) == 1 and "re-run the same command to resume" in lines[0], lines
     saved = int(lines[0].split("interrupted: ")[1].split(" rows")[0].replace(",", ""))
     assert saved == len(rows(tmp_path)) >= 2
+
+
+def test_a_reply_echoing_the_key_does_not_store_it(serve, tmp_path: Path) -> None:
+    def echo(h, body, prompt, nth):
+        if body.get("stream"):
+            sse(h, [f"your key is {h.headers.get('Authorization')}"])
+        else:
+            answer(h, f"your key is {h.headers.get('Authorization')}")
+    s = serve(echo)
+    assert run(tmp_path, s.url).exit_code == 0
+    assert run(tmp_path, s.url, "stream=true", db="s.db").exit_code == 0
+    assert all(r[3] == "your key is Bearer ***" for r in rows(tmp_path) + rows(tmp_path, "s.db"))
+    no_key_in_files(tmp_path)
+
+
+def test_a_server_that_ignores_stream_and_answers_json(serve, tmp_path: Path) -> None:
+    s = serve(lambda h, body, prompt, nth: answer(h, '["plain"]'))
+    assert run(tmp_path, s.url, "diffusing=true").exit_code == 0
+    assert [r[3] for r in rows(tmp_path)] == ['["plain"]'] * N

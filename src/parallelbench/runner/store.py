@@ -297,6 +297,7 @@ class ResultsStore:
             self._conn.execute("COMMIT")
         except BaseException:
             self._rollback()
+            self._status_known = None  # a rolled-back migration left the v1 table
             raise
 
     def _has_status(self) -> bool:

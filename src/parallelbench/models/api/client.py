@@ -99,7 +99,7 @@ def retry_after_seconds(value: str | None, cap: float) -> float | None:
         if when is None:
             return None
         seconds = when.timestamp() - time.time()
-    if math.isnan(seconds):
+    if not math.isfinite(seconds):  # "inf", "nan": not a usable wait, the backoff applies
         return None
     return min(cap, max(0.0, seconds))
 
@@ -113,6 +113,11 @@ class Client:
         self.redact = Redactor(options.api_key)
         self.url = httpx.URL(f"{options.base_url}/chat/completions")
         self.where = shown_url(options.base_url or "")
+
+    def scrub(self, text: str) -> str:
+        """A reply that echoes the key (a hostile server) must not carry it into the database."""
+        key = self.options.api_key
+        return text.replace(key, "***") if key and len(key) >= 8 and key in text else text
 
     def session(self) -> httpx.AsyncClient:
         # per-operation timeouts as a backstop; the total deadline is enforced around each attempt
@@ -145,7 +150,8 @@ class Client:
                     raise _Attempt("bad reply", self.redact(str(exc) or type(exc).__name__), retry=False) from None
             except _Attempt as failed:
                 if not failed.retry or attempt >= self.options.max_retries:
-                    tries = f" after {attempt + 1} tries" if failed.retry else ""
+                    n = attempt + 1
+                    tries = f" after {n} {'try' if n == 1 else 'tries'}" if failed.retry else ""
                     raise RequestFailed(
                         failed.category, f"{failed.category}: {failed.detail} from {self.where}{tries}"
                     ) from None
@@ -176,13 +182,15 @@ class Client:
                     continue
                 if response.status_code >= 400:
                     await self._status(response)
-                if streaming:
+                json_reply = response.headers.get("content-type", "").startswith("application/json")
+                if streaming and not json_reply:  # a server that ignores "stream" answers plain JSON
                     reader = StreamReader(replace=self.options.diffusing)
                     async for line in self._lines(response):
                         reader.line(line)
-                    return reader.result()
+                    text, steps, tokens = reader.result()
+                    return self.scrub(text), steps, tokens
                 text, tokens = parse_completion(await self._read(response, self.options.max_reply_bytes))
-                return text, None, tokens
+                return self.scrub(text), None, tokens
             finally:
                 await response.aclose()
         raise _Attempt("too many redirects", f"more than {MAX_REDIRECTS} redirects", retry=False)
