@@ -74,7 +74,7 @@ def test_database_uses_wal_and_a_unique_key(tmp_path: Path) -> None:
     for idx in indexes:
         if idx[2]:  # unique
             unique_cols.append(tuple(r[2] for r in con.execute(f"PRAGMA index_info('{idx[1]}')")))
-    assert tuple(KEY_COLUMNS) in unique_cols
+    assert tuple(KEY_COLUMNS) + ("provenance",) in unique_cols  # the key, per provenance (issue 16)
 
 
 def test_reading_a_missing_database_creates_nothing(tmp_path: Path) -> None:

@@ -48,6 +48,9 @@ class Generation:
     num_tokens: int  # tokens committed (the numerator of tokens per step)
     wall_time: float = 0.0  # seconds, this sample's share of its batch
     extra: dict[str, Any] = field(default_factory=dict)
+    # set when the sample could not be decoded (e.g. an API request that failed for good):
+    # the one-line reason; the runner stores a failed row, not a wrong answer, and retries it on a re-run
+    error: str | None = None
 
     @property
     def tokens_per_nfe(self) -> float:

@@ -165,13 +165,19 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
         except OutputError as exc:
             _fail(f"{exc} (or pass --no-report)")
             return
+    from parallelbench.models.registry import ModelSpecError
+    from parallelbench.runner.job import RunInterrupted
+
     try:
         result = run_job(spec, console, show_progress=show_progress)
-    except (ModelLoadError, RayUnavailable, StoreError) as exc:
+    except (ModelLoadError, RayUnavailable, StoreError, ModelSpecError) as exc:  # e.g. an API key the server rejects
         _fail(str(exc))
         return
-    except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/yellow]: finished batches are saved in {spec.db}; rerun the same command to resume")
+    except KeyboardInterrupt as exc:
+        saved = exc.result.rows_added if isinstance(exc, RunInterrupted) else None
+        said = f"{saved:,} rows of this run are saved" if saved is not None else "finished batches are saved"
+        console.print(f"[yellow]interrupted[/yellow]: {said} in {spec.db}; re-run the same command to resume",
+                      soft_wrap=True, highlight=False)
         raise typer.Exit(130)
     if result.nothing_ran:
         skipped = ", ".join(sorted({t for _, t, _ in result.skipped}))
@@ -192,6 +198,11 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
     if report_path is not None:
         console.print(f"[bold]report:[/bold] {report_path}")
     console.print("[dim]next: parallelbench results --db " + str(db_path) + "[/dim]")
+    if result.failed:  # stored as failed rows, not as wrong answers; a re-run retries only those
+        from rich.markup import escape
+
+        console.print(f"[bold red]{escape(result.failure_line())}[/bold red]", soft_wrap=True, highlight=False)
+        raise typer.Exit(1)
 
 
 def _write_report(db_path: Path, out_dir: Path, console) -> Path | None:
@@ -223,10 +234,11 @@ def results(
     db: str = typer.Option("parallelbench.db", "--db", help="Results database to read."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Only these models (comma-separated specs)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help="Only these tasks: ids, families (waiting_line), categories or paper, comma-separated."),
+    all_versions: bool = typer.Option(False, "--all-versions", help="Also rows of older model, data or strategy versions (not reused by `run`), each model labelled with its versions."),
 ) -> None:
     """Print accuracy and tokens per step per task and strategy config.
 
-    Example: parallelbench results --db parallelbench.db --model tiny
+    Example: parallelbench results --db parallelbench.db --model tiny --all-versions
     """
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
@@ -241,11 +253,17 @@ def results(
 
     try:
         with ResultsStore(db, create=False) as store:
-            frame = store.frame()
+            frame = store.frame(all_versions=all_versions)
+            failures = store.failures()
     except StoreError as exc:
         _fail(str(exc))
         return
     console = Console()
+    if failures:
+        console.print(f"[yellow]{len(failures):,} failed samples are stored without a score[/yellow] (first: "
+                      f"{escape(' '.join(str(failures[0][3]).split())[:160])}); re-run `parallelbench run` to retry them",
+                      soft_wrap=True, highlight=False)
+
     if frame.empty:
         print_summary(frame, console)
         return
@@ -269,7 +287,34 @@ def results(
             soft_wrap=True,
         )
         return
+    legend: dict[str, str] = {}
+    if all_versions:
+        selected = selected.copy()
+        selected["model"] = [_versioned(m, v, legend) for m, v in zip(selected["model"], selected["versions"])]
     print_summary(selected, console)
+    for label, desc in legend.items():
+        if any(m.endswith(f"[{label}]") for m in selected["model"].unique()):
+            console.print(f"[dim]{escape(label)}: {escape(desc)}[/dim]", soft_wrap=True, highlight=False)
+
+
+def _versioned(model: str, versions_json: str, legend: dict[str, str]) -> str:
+    """`model [v:1a2b3c4d]`: the model spec and a short hash of what produced the row
+    (model versions and task data version); `legend` gets the hash -> readable versions."""
+    import hashlib
+    import json
+
+    try:
+        versions = json.loads(versions_json or "{}")
+    except (TypeError, ValueError):
+        versions = {}
+    versions = versions if isinstance(versions, dict) else {}
+    model_versions = versions.get("model") if isinstance(versions.get("model"), dict) else {}
+    what = {**{str(k): str(v) for k, v in model_versions.items()}, "data": str(versions.get("data", "?"))}
+    label = "v:" + hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:8]
+    if label not in legend:
+        text = ", ".join(f"{k}={v[:24]}" for k, v in sorted(what.items()))
+        legend[label] = text if len(text) <= 300 else text[:297] + "..."
+    return f"{model} [{label}]"
 
 
 def _task_ids(tasks: str) -> list[str]:

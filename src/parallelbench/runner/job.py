@@ -36,11 +36,32 @@ class JobResult:
     notes: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str, str]] = field(default_factory=list)  # (model, task, reason)
     pairs_run: int = 0  # (model, task) pairs that decoded or were already done
+    attempted: int = 0  # samples decoded (or tried) by this run
+    failed: int = 0  # of those, samples whose decoding failed (stored as failed rows, retried by a re-run)
+    failure_reasons: dict[str, int] = field(default_factory=dict)  # short reason -> samples
+
+    def failure_line(self) -> str:
+        """'12 of 1,700 samples failed: 429 rate limited; re-run to retry them' (empty when none failed)."""
+        if not self.failed:
+            return ""
+        reasons = sorted(self.failure_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+        said = "; ".join(r if len(reasons) == 1 else f"{r} ({n:,})" for r, n in reasons[:4])
+        if len(reasons) > 4:
+            said += f"; {len(reasons) - 4} other reasons"
+        return f"{self.failed:,} of {self.attempted:,} samples failed: {said}; re-run to retry them"
 
     @property
     def nothing_ran(self) -> bool:
         """True when no (model, task) pair could run at all (every one skipped)."""
         return self.pairs_run == 0
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run; carries what was saved so the CLI can say it in one line."""
+
+    def __init__(self, result: "JobResult"):
+        super().__init__()
+        self.result = result
 
 
 class ModelLoadError(RuntimeError):
@@ -152,45 +173,62 @@ def run_job(
 
     sessions = _Sessions(spec)
     result = JobResult(db=Path(spec.db), models=models, notes=notes)
-    store = None
+    holder: list[ResultsStore] = []
     try:
-        samples_cache: dict[str, list] = {}
-        with RunProgress(console, enabled=show_progress) as progress:
-            for i, model_spec in enumerate(models):
-                session = sessions.open(model_spec, first_loaded if i == 0 else None)
-                first_loaded = None
-                try:
-                    if store is None:
-                        store = ResultsStore(spec.db)
-                    probe = getattr(session, "model", None)
-                    if probe is None and model_spec == FALLBACK_MODEL:
-                        probe = _load(FALLBACK_MODEL, {})  # cheap: lets a Ray run skip up front too
-                    skip = unsupported_tasks(plan, probe, samples_cache)
-                    for task_id, reason in skip.items():
-                        _skip(result, console, model_spec, task_id, reason)
-                    done = store.done_keys(model_spec)
-                    units, skipped = make_units(plan, model_spec, session.kind, done, samples_cache, set(skip))
-                    result.rows_skipped += skipped
-                    progress.start_model(model_spec, sum(len(u.samples) for u in units), skipped)
-                    reported = set(skip)
-                    for unit, rows in session.run(units):
-                        result.rows_added += store.write(rows)
-                        progress.advance(rows, f"{unit.config.label} · {unit.task}")
-                        for task_id, reason in getattr(session, "skipped", {}).items():
-                            if task_id not in reported:
-                                reported.add(task_id)
-                                _skip(result, console, model_spec, task_id, reason)
-                        if on_unit is not None:
-                            on_unit(len(rows))
-                    result.pairs_run += sum(1 for t in plan.tasks if t.id not in reported)
-                finally:
-                    session.close()
+        _run_models(spec, plan, models, first_loaded, sessions, result, console, show_progress, on_unit, holder)
+    except KeyboardInterrupt:
+        raise RunInterrupted(result) from None
     finally:
         sessions.close()
-        if store is not None:
+        for store in holder:
             store.close(discard_empty=True)  # a run that saved nothing leaves no empty file
     result.wall_time = time.perf_counter() - t0
     return result
+
+
+def _run_models(spec, plan, models, first_loaded, sessions, result, console, show_progress, on_unit, holder) -> None:
+    """The model loop of `run_job`; the store it opens goes into `holder` so the caller closes it."""
+    store = None
+    samples_cache: dict[str, list] = {}
+    with RunProgress(console, enabled=show_progress) as progress:
+        for i, model_spec in enumerate(models):
+            session = sessions.open(model_spec, first_loaded if i == 0 else None)
+            first_loaded = None
+            try:
+                if store is None:
+                    store = ResultsStore(spec.db)
+                    holder.append(store)
+                probe = getattr(session, "model", None)
+                if probe is None and model_spec == FALLBACK_MODEL:
+                    probe = _load(FALLBACK_MODEL, {})  # cheap: lets a Ray run skip up front too
+                skip = unsupported_tasks(plan, probe, samples_cache)
+                for task_id, reason in skip.items():
+                    _skip(result, console, model_spec, task_id, reason)
+                done = store.reusable_keys(model_spec)
+                units, skipped = make_units(plan, model_spec, session.kind, done, samples_cache, set(skip),
+                                            model_versions=getattr(session, "model_versions", {}))
+                result.rows_skipped += skipped
+                progress.start_model(model_spec, sum(len(u.samples) for u in units), skipped)
+                reported = set(skip)
+                for unit, rows in session.run(units):
+                    written = store.write(rows)
+                    failed = [r for r in rows if r.get("status") == "failed"]
+                    result.attempted += len(rows)
+                    result.failed += len(failed)
+                    for r in failed:
+                        reason = str(r.get("error") or "unknown").split(":", 1)[0].strip() or "unknown"
+                        result.failure_reasons[reason] = result.failure_reasons.get(reason, 0) + 1
+                    result.rows_added += max(0, written - len(failed))
+                    progress.advance(rows, f"{unit.config.label} · {unit.task}")
+                    for task_id, reason in getattr(session, "skipped", {}).items():
+                        if task_id not in reported:
+                            reported.add(task_id)
+                            _skip(result, console, model_spec, task_id, reason)
+                    if on_unit is not None:
+                        on_unit(len(rows))
+                result.pairs_run += sum(1 for t in plan.tasks if t.id not in reported)
+            finally:
+                session.close()
 
 
 def _check_strategies(plan: Plan, model: Any) -> None:
@@ -210,4 +248,4 @@ def _check_strategies(plan: Plan, model: Any) -> None:
                 raise SpecError(str(exc)) from None
 
 
-__all__ = ["JobResult", "ModelLoadError", "SpecError", "run_job"]
+__all__ = ["JobResult", "ModelLoadError", "RunInterrupted", "SpecError", "run_job"]

@@ -17,6 +17,7 @@ class LocalSession:
         self.runner = UnitRunner(model, model_spec)
         self.kind = self.runner.kind
         self.model = model
+        self.model_versions = self.runner.versions.get("model", {})  # part of each row's provenance
         self.skipped: dict[str, str] = {}  # tasks found undecodable mid-run, with the reason
 
     def run(self, units: Iterable[WorkUnit]) -> Iterator[tuple[WorkUnit, list[dict[str, Any]]]]:

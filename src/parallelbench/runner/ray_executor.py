@@ -44,6 +44,10 @@ class _Worker:
         self.runner = UnitRunner(load_model(model_spec, **options), model_spec)
         return self.runner.kind
 
+    def model_versions(self) -> dict[str, str]:
+        assert self.runner is not None, "load a model first"
+        return self.runner.versions.get("model", {})
+
     def run(self, unit: WorkUnit) -> tuple[list[dict[str, Any]], str | None]:
         """(rows, None), or ([], reason) when the model cannot decode the unit's task:
         the driver then skips the task, as the local executor does."""
@@ -119,6 +123,7 @@ class RayPool:
         except Exception as exc:  # noqa: BLE001 - the actor's load error, on one line
             raise RuntimeError(f"model {model_spec!r} failed to load on a Ray worker: {_cause(exc)}") from None
         self.kind = kinds[0]
+        self.model_versions = self.ray.get(self.actors[0].model_versions.remote())
         self.skipped = {}
         return self
 

@@ -10,6 +10,7 @@ plus a busy timeout and a retry loop let several processes write the same file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DEFAULT_DB = "parallelbench.db"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: status, error and provenance columns (a v1 file is migrated on open for writing)
 
 # The columns of contract 5, in frame order.
 COLUMNS: tuple[str, ...] = (
@@ -54,6 +55,12 @@ COLUMNS: tuple[str, ...] = (
 JSON_COLUMNS: tuple[str, ...] = ("params", "scores", "tokens_per_step", "order", "token_texts", "versions")
 # What makes a row unique; `model` is the spec string the run was given.
 KEY_COLUMNS: tuple[str, ...] = ("model", "strategy", "params", "task", "sample_id", "seed")
+# Outside contract 5 (not in the frame): whether the row is a result ('ok') or a sample whose
+# decoding failed ('failed', with its one-line `error`, retried by a re-run), and the
+# provenance hash of what produced it (see `provenance`): a row is reused only when the
+# model, its versions, the task data and the strategy options all match.
+STATUS_COLUMNS: tuple[str, ...] = ("status", "error", "provenance")
+_UNIQUE: tuple[str, ...] = KEY_COLUMNS + ("provenance",)
 
 _TYPES = {
     "seed": "INTEGER NOT NULL",
@@ -75,12 +82,33 @@ def _schema() -> str:
     for c in COLUMNS:
         typ = _TYPES.get(c, "TEXT NOT NULL" if c in _NOT_NULL else "TEXT")
         cols.append(f"{_q(c)} {typ}")
-    key = ", ".join(_q(c) for c in KEY_COLUMNS)
+    cols += ["status TEXT NOT NULL DEFAULT 'ok'", "error TEXT", "provenance TEXT NOT NULL DEFAULT ''"]
+    key = ", ".join(_q(c) for c in _UNIQUE)
     return (
         "CREATE TABLE IF NOT EXISTS results (\n  id INTEGER PRIMARY KEY AUTOINCREMENT,\n  "
         + ",\n  ".join(cols)
         + f",\n  UNIQUE({key})\n)"
     )
+
+
+def provenance(model: str, model_versions: Any, data_version: str, strategy: str, params: str) -> str:
+    """A short hash of what produced a row: the model spec and its `versions()`, the task's data
+    version, the strategy and its full options. Equal hash, reusable row."""
+    desc = canonical_json({"model": model, "versions": model_versions or {}, "data": data_version or "",
+                           "strategy": strategy, "params": params})
+    return hashlib.sha256(desc.encode()).hexdigest()[:16]
+
+
+def row_provenance(row: dict[str, Any]) -> str:
+    """The provenance of a stored row, from its `versions` column (how v1 rows are migrated)."""
+    try:
+        versions = json.loads(row.get("versions") or "{}")
+    except (TypeError, ValueError):
+        versions = {}
+    if not isinstance(versions, dict):
+        versions = {}
+    return provenance(row["model"], versions.get("model"), str(versions.get("data") or ""), row["strategy"],
+                      row["params"])
 
 
 def canonical_json(value: Any) -> str:
@@ -259,15 +287,41 @@ class ResultsStore:
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("BEGIN IMMEDIATE")
         try:
+            if self._has_table() and not self._has_status():
+                self._migrate_v1()
             self._conn.execute(_schema())
             self._conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             self._conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
             self._conn.execute("COMMIT")
         except BaseException:
             self._rollback()
+            self._status_known = None  # a rolled-back migration left the v1 table
             raise
+
+    def _has_status(self) -> bool:
+        """Whether the results table has the v2 columns (a v1 file read without writing has not)."""
+        if getattr(self, "_status_known", None) is None:
+            names = {r[1] for r in self._conn.execute("PRAGMA table_info(results)")}
+            self._status_known = "provenance" in names
+        return self._status_known
+
+    def _migrate_v1(self) -> None:
+        """v1 -> v2 inside the open transaction: rebuild the table with the new key, every old
+        row kept as 'ok' with the provenance its recorded versions give (so an unchanged
+        setup keeps reusing it)."""
+        cols = ", ".join(_q(c) for c in COLUMNS)
+        self._conn.execute("ALTER TABLE results RENAME TO results_v1")
+        self._conn.execute(_schema())
+        rows = self._conn.execute(f"SELECT id, {cols} FROM results_v1 ORDER BY id").fetchall()
+        self._conn.executemany(
+            f"INSERT INTO results (id, {cols}, status, error, provenance) "
+            f"VALUES (?, {', '.join('?' for _ in COLUMNS)}, 'ok', NULL, ?)",
+            [(r[0], *r[1:], row_provenance(dict(zip(COLUMNS, r[1:])))) for r in rows],
+        )
+        self._conn.execute("DROP TABLE results_v1")
+        self._status_known = True
 
     def _rollback(self) -> None:
         """Roll back if a transaction is still open; a failed rollback must not hide the first error."""
@@ -319,17 +373,23 @@ class ResultsStore:
 
     # -- writing -----------------------------------------------------------------------
     def write(self, rows: Sequence[dict[str, Any]]) -> int:
-        """Insert a batch in one transaction; rows whose key exists are skipped. Returns rows added."""
+        """Insert a batch in one transaction; rows whose key exists are skipped, except that a failed
+        row is replaced by a new attempt. Returns rows added or replaced."""
         if not rows:
             return 0
         for r in rows:
             missing = [c for c in KEY_COLUMNS if r.get(c) is None]
             if missing:
                 raise StoreError(f"a result row lacks its key column(s) {missing}; nothing of this batch was written")
-        values = [tuple(_to_sql(r, c) for c in COLUMNS) for r in rows]
-        sql = (
-            f"INSERT OR IGNORE INTO results ({', '.join(_q(c) for c in COLUMNS)}) "
-            f"VALUES ({', '.join('?' for _ in COLUMNS)})"
+        cols = COLUMNS + STATUS_COLUMNS
+        defaults = {"status": "ok", "provenance": ""}
+        values = [tuple(_to_sql({**defaults, **{k: v for k, v in r.items() if v is not None}}, c) for c in cols)
+                  for r in rows]
+        updates = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in cols if c not in _UNIQUE)
+        sql = (  # a new row, or a new attempt at a failed one; a finished row is never overwritten
+            f"INSERT INTO results ({', '.join(_q(c) for c in cols)}) VALUES ({', '.join('?' for _ in cols)}) "
+            f"ON CONFLICT({', '.join(_q(c) for c in _UNIQUE)}) DO UPDATE SET {updates} "
+            "WHERE results.status = 'failed'"
         )
 
         def txn() -> int:
@@ -357,31 +417,65 @@ class ResultsStore:
         if not self._has_table():
             return set()
         sql = "SELECT strategy, params, task, sample_id, seed FROM results"
+        if self._has_status():
+            sql += " WHERE status = 'ok'"
         args: tuple = ()
         if model is not None:
-            sql += " WHERE model = ?"
+            sql += (" AND" if " WHERE " in sql else " WHERE") + " model = ?"
             args = (model,)
         return {tuple(r) for r in self._conn.execute(sql, args)}  # type: ignore[misc]
+
+    def reusable_keys(self, model: str) -> set[tuple]:
+        """(strategy, params, task, sample_id, seed, provenance) of the finished ('ok') rows of one model."""
+        if not self._has_table():
+            return set()
+        if not self._has_status():
+            return set()  # a v1 file is migrated when opened for writing; read-only it has nothing to reuse
+        sql = "SELECT strategy, params, task, sample_id, seed, provenance FROM results WHERE model = ? AND status = 'ok'"
+        return {tuple(r) for r in self._conn.execute(sql, (model,))}
+
+    def failures(self, model: str | None = None) -> list[tuple[str, str, str, str]]:
+        """(model, task, sample_id, error) of the failed rows a re-run would retry."""
+        if not self._has_table() or not self._has_status():
+            return []
+        sql = "SELECT model, task, sample_id, error FROM results WHERE status = 'failed'"
+        args: tuple = ()
+        if model is not None:
+            sql += " AND model = ?"
+            args = (model,)
+        return [tuple(r) for r in self._conn.execute(sql + " ORDER BY id", args)]  # type: ignore[misc]
 
     def count(self) -> int:
         if not self._has_table():
             return 0
         return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
 
-    def iter_rows(self) -> Iterator[dict[str, Any]]:
-        """Every row as a dict of the contract-5 columns, in insertion order."""
+    def _where(self, all_versions: bool) -> str:
+        """Finished rows only; unless `all_versions`, only the newest row of each key (rows of
+        an older model, data or strategy version stay stored but are not what results show)."""
+        if not self._has_status():
+            return ""
+        if all_versions:
+            return " WHERE status = 'ok'"
+        key = ", ".join(_q(c) for c in KEY_COLUMNS)
+        return f" WHERE id IN (SELECT MAX(id) FROM results WHERE status = 'ok' GROUP BY {key})"
+
+    def iter_rows(self, *, all_versions: bool = False) -> Iterator[dict[str, Any]]:
+        """The finished rows as dicts of the contract-5 columns, in insertion order (see `_where`)."""
         if not self._has_table():
             return
-        cur = self._conn.execute(f"SELECT {', '.join(_q(c) for c in COLUMNS)} FROM results ORDER BY id")
+        cur = self._conn.execute(
+            f"SELECT {', '.join(_q(c) for c in COLUMNS)} FROM results{self._where(all_versions)} ORDER BY id"
+        )
         for r in cur:
             yield dict(zip(COLUMNS, r))
 
-    def frame(self) -> "pd.DataFrame":
-        """The pandas DataFrame of contract 5: what analysis reads."""
+    def frame(self, *, all_versions: bool = False) -> "pd.DataFrame":
+        """The pandas DataFrame of contract 5: what analysis reads (failed rows are never in it)."""
         import pandas as pd
 
         try:
-            rows = list(self.iter_rows())
+            rows = list(self.iter_rows(all_versions=all_versions))
         except (sqlite3.DatabaseError, OSError) as exc:
             raise _unusable(self.path, exc) from None
         return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -22,13 +22,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from parallelbench import __version__
 from parallelbench.runner.spec import AUTOREGRESSIVE_CONFIG, Config, Plan
-from parallelbench.runner.store import canonical_json
+from parallelbench.runner.store import canonical_json, provenance
 
 if TYPE_CHECKING:
     from parallelbench.models.base import BenchModel, Generation
     from parallelbench.tasks.base import Sample, Task
 
 NON_DIFFUSION_KINDS = ("autoregressive", "api")
+# Models that decode each sample on its own (no batch effects): a partly done unit sends only its missing samples.
+PER_SAMPLE_KINDS = ("api",)
 
 
 @dataclass
@@ -44,12 +46,15 @@ class WorkUnit:
     samples: list["Sample"]
     data_version: str  # identifies the task's generator settings
     keys: list[tuple] = field(default_factory=list)  # (strategy, params, task, sample_id, seed)
+    anchor: str = ""  # the first sample id of the full chunk, when only its missing samples are left
+
 
     @property
     def decode_seed(self) -> int:
         """Derived from the unit's identity only, so any executor decodes it identically."""
         ident = "|".join(
-            [self.model, self.config.strategy, self.config.params, self.task, self.samples[0].id, str(self.seed)]
+            [self.model, self.config.strategy, self.config.params, self.task, self.anchor or self.samples[0].id,
+             str(self.seed)]
         )
         return int.from_bytes(hashlib.sha256(ident.encode()).digest()[:4], "big") & 0x7FFFFFFF
 
@@ -139,8 +144,13 @@ def make_units(
     done: set[tuple],
     samples_cache: dict[str, list["Sample"]] | None = None,
     skip_tasks: set[str] | frozenset[str] = frozenset(),
+    model_versions: dict[str, str] | None = None,
 ) -> tuple[list[WorkUnit], int]:
-    """Units still to run for one model (grouped by config, then task) and the number of rows already done."""
+    """Units still to run for one model (grouped by config, then task) and the number of rows already done.
+
+    With `model_versions`, `done` holds (strategy, params, task, sample_id, seed, provenance)
+    and a row counts as done only when its provenance matches this run's (see store.provenance).
+    """
     cache = samples_cache if samples_cache is not None else {}
     units: list[WorkUnit] = []
     skipped = 0
@@ -159,11 +169,24 @@ def make_units(
                 for start in range(0, len(samples), bs):
                     chunk = samples[start : start + bs]
                     keys = [(config.strategy, config.params, task.id, s.id, seed) for s in chunk]
-                    if all(k in done for k in keys):
+                    if model_versions is not None:
+                        prov = provenance(model, model_versions, version, config.strategy, config.params)
+                        found = all(k + (prov,) in done for k in keys)
+                    else:
+                        found = all(k in done for k in keys)
+                    if found:
                         skipped += len(keys)
                         continue
+                    anchor = ""
+                    if model_kind in PER_SAMPLE_KINDS and model_versions is not None:
+                        # one request per sample: send only what is missing (a re-run retries just the failed)
+                        missing = [i for i, k in enumerate(keys) if k + (prov,) not in done]
+                        skipped += len(keys) - len(missing)
+                        anchor = chunk[0].id
+                        chunk, keys = [chunk[i] for i in missing], [keys[i] for i in missing]
                     units.append(
-                        WorkUnit(model, config, task.id, task.category, task.max_new_tokens, seed, chunk, version, keys)
+                        WorkUnit(model, config, task.id, task.category, task.max_new_tokens, seed, chunk, version, keys,
+                                 anchor)
                     )
     return units, skipped
 
@@ -224,11 +247,20 @@ class UnitRunner:
             raise RuntimeError(
                 f"model {unit.model} returned {len(gens)} generations for {len(unit.samples)} samples"
             )
-        scores = _score_all(unit.samples, [g.text for g in gens])
+        ok = [i for i, g in enumerate(gens) if not getattr(g, "error", None)]
+        scored = _score_all([unit.samples[i] for i in ok], [gens[i].text for i in ok]) if ok else []
+        scores: list[Any] = [None] * len(gens)
+        for i, sc in zip(ok, scored):
+            scores[i] = sc
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         share = elapsed / len(gens)
+        prov = provenance(unit.model, self.versions.get("model"), unit.data_version, unit.config.strategy,
+                          unit.config.params)
         rows = []
         for sample, gen, sc in zip(unit.samples, gens, scores):
+            if sc is None:  # failed: stored with its reason, not scored, retried by a re-run
+                rows.append(self._failed_row(unit, sample, gen, now, prov))
+                continue
             versions = {**self.versions, "data": unit.data_version, "scorer": dict(sc.meta)}
             rows.append(
                 {
@@ -254,6 +286,21 @@ class UnitRunner:
                     "wall_time": float(gen.wall_time) if gen.wall_time else share,
                     "versions": canonical_json(versions),
                     "created_at": now,
+                    "status": "ok",
+                    "provenance": prov,
                 }
             )
         return rows
+
+    def _failed_row(self, unit: WorkUnit, sample: "Sample", gen: "Generation", now: str, prov: str) -> dict[str, Any]:
+        reason = " ".join(str(gen.error).split())[:500]
+        return {
+            "model": unit.model, "model_kind": self.kind, "strategy": unit.config.strategy,
+            "strategy_kind": unit.config.kind, "params": unit.config.params, "config": unit.config.label,
+            "task": unit.task, "category": unit.category, "sample_id": sample.id, "seed": unit.seed,
+            "output": "", "score": None, "scores": "{}", "nfe": None, "num_tokens": None, "tps": None,
+            "tokens_per_step": "[]", "order": "[]", "token_texts": "[]",
+            "wall_time": float(gen.wall_time or 0.0),
+            "versions": canonical_json({**self.versions, "data": unit.data_version}),
+            "created_at": now, "status": "failed", "error": reason, "provenance": prov,
+        }
