@@ -42,6 +42,7 @@ def _mount() -> None:
     from parallelbench.runner.cli import results_app, run
     from parallelbench.analysis.cli import leaderboard, report
     from parallelbench.models.tiny.cli import app as tiny_app, train
+    from parallelbench.integrations.cli import lm_eval_command
 
     app.add_typer(tasks_app, name="tasks")
     app.command("score")(score)
@@ -52,6 +53,11 @@ def _mount() -> None:
     app.command("report")(report)
     app.command("train")(train)
     app.add_typer(tiny_app, name="tiny")
+    app.command(
+        "lm-eval",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+        add_help_option=False,
+    )(lm_eval_command)
 
 
 _mount()
