@@ -139,3 +139,16 @@ def test_database_curves_are_prefixed_by_model_when_several():
     assert labelled == {"a/random": ("topk", [(1.0, 100.0), (2.0, 0.0)]), "b/random": ("topk", [(1.0, 100.0), (2.0, 0.0)])}
     one_model = curves_from_points(curves(pd.DataFrame(rows[:2]))[1])
     assert list(one_model) == ["random"]
+
+
+def test_cli_shows_aup_per_task_and_average_beside_the_headline(tmp_path):
+    from parallelbench.analysis.aup import aup
+
+    _write_curves(tmp_path / "curves")
+    result = CliRunner().invoke(app, ["leaderboard", "--curves", str(tmp_path / "curves"), "--thresholds", "90,80,70,60"])
+    assert result.exit_code == 0, result.output
+    for t in ("≥90%", "≥80%", "≥70%", "≥60%", "AUP"):
+        assert t in result.output
+    # confidence-threshold has per-task rows on "copy": (1, 100), (2, 100) -> y_max 100, AUP = 100 + 100 = 200.
+    assert aup([(1, 100), (2, 100)], 100) == pytest.approx(200.0)
+    assert "200.0" in result.output and "copy" in result.output

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from parallelbench.analysis.leaderboard import rank, read_curves_dir
-from parallelbench.analysis.report import build_report, write_report
+from parallelbench.analysis.report import REPORT_THRESHOLDS, build_report, write_report
 from parallelbench.analysis.synthetic import result_row, synthetic_frame
 from parallelbench.cli import app
 
@@ -40,11 +40,11 @@ def test_report_writes_png_svg_and_curves_that_rank_the_same(full_report):
     for stem in ("tradeoff_synthetic-dllm", "tasks_synthetic-dllm", "taskmap"):
         assert {f"{stem}.png", f"{stem}.svg"} <= names
     assert (out / "figures" / "taskmap.png").read_bytes()[:4] == b"\x89PNG"
-    from_csv = rank(read_curves_dir(out / "curves" / "synthetic-dllm"))
+    from_csv = rank(read_curves_dir(out / "curves" / "synthetic-dllm"), REPORT_THRESHOLDS)
     saved = pd.read_csv(out / "leaderboard.csv")
     merged = from_csv.merge(saved, on="strategy", suffixes=("_csv", "_db"))
     assert len(merged) == len(saved) == 8
-    for t in ("80", "75", "70"):
+    for t in ("90", "80", "70", "60"):
         assert merged[f"{t}_csv"].to_numpy() == pytest.approx(merged[f"{t}_db"].to_numpy())
 
 
@@ -137,3 +137,18 @@ def test_autoregressive_rows_appear_beside_a_dllm(tmp_path):
     row = board[board["strategy"].str.contains("autoregressive")]
     assert len(row) == 1
     assert row.iloc[0]["70"] == 0.0  # 50% accuracy at 1 token per call: below every bar
+
+
+def test_report_shows_pb_columns_and_aup(full_report):
+    _, out = full_report
+    page = (out / "report.html").read_text(encoding="utf-8")
+    for name in ("PB90", "PB80", "PB70", "PB60"):
+        assert f">{name}</th>" in page
+    assert 'id="aup"' in page
+    board = pd.read_csv(out / "leaderboard.csv")
+    aups = pd.read_csv(out / "aup.csv")
+    task_cols = [c for c in aups.columns if c.startswith("AUP ")]
+    assert task_cols and (aups["AUP"] > 0).all()
+    assert aups["AUP"].to_numpy() == pytest.approx(aups[task_cols].mean(axis=1).to_numpy())
+    merged = board.merge(aups[["strategy", "AUP"]], on="strategy", suffixes=("", "_aup"))
+    assert len(merged) == len(board) and merged["AUP"].to_numpy() == pytest.approx(merged["AUP_aup"].to_numpy())

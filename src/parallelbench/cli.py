@@ -44,6 +44,7 @@ def _mount() -> None:
     from parallelbench.models.tiny.cli import app as tiny_app, train
     from parallelbench.models.medusa.cli import app as medusa_app
     from parallelbench.models.cli import app as models_app
+    from parallelbench.integrations.cli import lm_eval_command
 
     app.add_typer(tasks_app, name="tasks")
     app.command("score")(score)
@@ -56,6 +57,11 @@ def _mount() -> None:
     app.add_typer(tiny_app, name="tiny")
     app.add_typer(medusa_app, name="medusa")
     app.add_typer(models_app, name="models")
+    app.command(
+        "lm-eval",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+        add_help_option=False,
+    )(lm_eval_command)
 
 
 _mount()

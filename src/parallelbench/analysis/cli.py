@@ -31,9 +31,9 @@ def leaderboard(
     thresholds: str = typer.Option("80,75,70", "--thresholds", help="Comma-separated accuracy thresholds in percent."),
     as_json: bool = typer.Option(False, "--json", help="Print {strategy: {threshold: tokens per step}} as JSON."),
 ) -> None:
-    """Rank strategies by the most tokens per step they sustain above each accuracy threshold.
+    """Rank strategies by the most tokens per step they sustain above each accuracy threshold, with AUP beside it.
 
-    Example: parallelbench leaderboard --curves parallelbench-out/curves/tiny --json
+    Example: parallelbench leaderboard --curves parallelbench-out/curves/tiny --thresholds 90,80,70,60
     """
     from parallelbench.analysis.leaderboard import as_json as table_json
     from parallelbench.analysis.leaderboard import curves_from_points, parse_thresholds, rank, read_curves_dir, threshold_name
@@ -49,6 +49,9 @@ def leaderboard(
             ranked = rank(read_curves_dir(curves), levels)
         except ValueError as err:
             _fail(f"{err} (in --curves {curves})")
+        from parallelbench.analysis.aup import read_task_points_dir
+
+        per_task = read_task_points_dir(curves)
         source = str(curves)
     else:
         from parallelbench.analysis.curves import curves as build_curves
@@ -58,7 +61,7 @@ def leaderboard(
             frame = load_frame(db)
         except (FileNotFoundError, ResultsDatabaseError) as err:
             _fail(str(err))
-        _, averaged = build_curves(frame)
+        per_task, averaged = build_curves(frame)
         ranked = rank(curves_from_points(averaged), levels)
         source = str(db)
     if as_json:
@@ -70,8 +73,11 @@ def leaderboard(
     from rich.markup import escape
     from rich.table import Table
 
+    from parallelbench.analysis.aup import aup_by_task
     from parallelbench.display import display_name
 
+    aups = aup_by_task(per_task)
+    aup_of = dict(zip(aups["strategy"], aups["AUP"]))
     table = Table(title=f"Leaderboard ({escape(source)}): tokens per step sustained at accuracy ≥ threshold")
     table.add_column("#", justify="right")
     table.add_column("strategy")
@@ -79,10 +85,23 @@ def leaderboard(
     names = [threshold_name(t) for t in levels]
     for name in names:
         table.add_column(f"≥{name}%", justify="right")
+    table.add_column("AUP (task avg)", justify="right")
     for i, row in ranked.iterrows():
+        value = aup_of.get(row["strategy"])
+        shown = "–" if value is None or value != value else f"{value:.1f}"
         table.add_row(str(i + 1), escape(display_name(row["strategy"])), escape(display_name(row["kind"])),
-                      *(f"{row[n]:.2f}" for n in names))
-    Console().print(table)
+                      *(f"{row[n]:.2f}" for n in names), shown)
+    console = Console()
+    console.print(table)
+    task_columns = [c for c in aups.columns if c.startswith("AUP ")]
+    if task_columns:
+        per = Table(title="AUP per task (accuracy under parallelism, d3LLM leaderboard definition; y_max over the rows shown)")
+        per.add_column("strategy")
+        for column in task_columns:
+            per.add_column(escape(display_name(column[4:])), justify="right")
+        for _, row in aups.iterrows():
+            per.add_row(escape(display_name(row["strategy"])), *("–" if row[c] != row[c] else f"{row[c]:.1f}" for c in task_columns))
+        console.print(per)
 
 
 def report(

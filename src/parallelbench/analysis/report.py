@@ -16,7 +16,11 @@ import pandas as pd
 from parallelbench.analysis import figures
 from parallelbench.analysis.curves import ACCURACY_AXIS, TPS_AXIS, curves
 from parallelbench.analysis.failures import failures_html, find_failures
-from parallelbench.analysis.leaderboard import DEFAULT_THRESHOLDS, curves_from_points, rank, threshold_name
+from parallelbench.analysis.aup import aup_by_task
+from parallelbench.analysis.leaderboard import curves_from_points, rank, threshold_name
+
+# The report's headline columns PB90..PB60: tokens per step sustained at >= 90/80/70/60 % accuracy.
+REPORT_THRESHOLDS = (90.0, 80.0, 70.0, 60.0)
 from parallelbench.analysis.oracle import oracle_points
 from parallelbench.analysis.taskmap import X_AXIS, Y_AXIS, task_map
 from parallelbench.display import display_name
@@ -87,7 +91,31 @@ def _missing(text: str) -> str:
     return f'<p class="missing">{html.escape(text)}</p>'
 
 
-def _leaderboard_section(averaged: pd.DataFrame, thresholds) -> tuple[str, pd.DataFrame]:
+def _fmt(value: float, digits: int) -> str:
+    return "<td>–</td>" if value != value else f"<td>{value:.{digits}f}</td>"
+
+
+def _aup_section(aups: pd.DataFrame) -> str:
+    intro = (
+        '<p class="help">AUP (accuracy under parallelism, as the d3LLM dLLM leaderboard defines it): per task, the '
+        "area under the accuracy-tokens-per-step curve weighted by W(y) = min(exp(-3(1 - y/y_max)), 1), y_max the best "
+        "accuracy of the rows shown, points more than 5 points below the slowest setting left out. Higher is better.</p>"
+    )
+    columns = [c for c in aups.columns if c.startswith("AUP ")]
+    if not columns:
+        return intro + _missing("Needs per-task results of at least one strategy (parallelbench run).")
+    head = "".join(f"<th>{html.escape(c[4:])}</th>" for c in columns)
+    rows = []
+    for _, row in aups.iterrows():
+        cells = "".join(_fmt(row[c], 1) for c in columns)
+        rows.append(f'<tr><td class="name">{html.escape(str(row["strategy"]))}</td>{_fmt(row["AUP"], 1)}{cells}</tr>')
+    return intro + (
+        f'<table id="aup"><thead><tr><th class="name">strategy</th><th>AUP (task avg)</th>{head}</tr></thead>'
+        f'<tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def _leaderboard_section(averaged: pd.DataFrame, thresholds, aups: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
     intro = (
         '<p class="help">Most tokens per step a strategy sustains while its task-averaged accuracy stays at or above each '
         "threshold. Operating points are walked from the lowest tokens per step upward; adaptive strategies interpolate "
@@ -97,11 +125,14 @@ def _leaderboard_section(averaged: pd.DataFrame, thresholds) -> tuple[str, pd.Da
     if len(averaged) == 0:
         return intro + _missing("No results yet: run at least one strategy at one or more parameter settings (parallelbench run)."), pd.DataFrame()
     table = rank(curves_from_points(averaged), thresholds)
+    aup_of = dict(zip(aups["strategy"], aups["AUP"])) if aups is not None and len(aups) else {}
+    table["AUP"] = [aup_of.get(s, float("nan")) for s in table["strategy"]]
     names = [threshold_name(t) for t in thresholds]
-    head = "".join(f"<th>tokens/step @ ≥{n}%</th>" for n in names)
+    head = "".join(f'<th title="tokens per step sustained at accuracy ≥ {n}%">PB{n}</th>' for n in names)
+    head += '<th title="accuracy under parallelism, averaged over tasks">AUP</th>'
     rows = []
     for i, row in table.iterrows():
-        cells = "".join(f"<td>{row[n]:.2f}</td>" for n in names)
+        cells = "".join(f"<td>{row[n]:.2f}</td>" for n in names) + _fmt(row["AUP"], 1)
         rows.append(
             f'<tr class="lb-row" data-strategy="{_shown(row["strategy"])}"><td>{i + 1}</td>'
             f'<td class="name" title="{html.escape(display_name(row["strategy"], 400))}">{_shown(row["strategy"])}</td><td class="kind">{html.escape(str(row["kind"]))}</td>{cells}<td>{row["points"]}</td></tr>'
@@ -300,7 +331,7 @@ def export_curves(averaged: pd.DataFrame, per_task: pd.DataFrame, out_dir: Path)
     return written
 
 
-def build_report(frame: pd.DataFrame, out_dir: Path, source: str = "", thresholds=DEFAULT_THRESHOLDS, static_figures: bool = True) -> Path:
+def build_report(frame: pd.DataFrame, out_dir: Path, source: str = "", thresholds=REPORT_THRESHOLDS, static_figures: bool = True) -> Path:
     """Write report.html, figures and curve CSVs for `frame` into `out_dir`; returns the HTML path.
 
     `static_figures=False` skips the matplotlib PNG/SVG files (the slow part) when only the page is wanted.
@@ -315,10 +346,14 @@ def build_report(frame: pd.DataFrame, out_dir: Path, source: str = "", threshold
     tmap = task_map(frame)
     written = figures.write_figures(out_dir / "figures", per_task, averaged, oracle_avg, tmap) if static_figures else []
     written += export_curves(averaged, per_task, out_dir)
-    leaderboard_html, table = _leaderboard_section(averaged, thresholds)
+    aups = aup_by_task(per_task)
+    leaderboard_html, table = _leaderboard_section(averaged, thresholds, aups)
     if len(table):
         table.to_csv(out_dir / "leaderboard.csv", index=False)
         written.append(out_dir / "leaderboard.csv")
+    if len(aups):
+        aups.to_csv(out_dir / "aup.csv", index=False)
+        written.append(out_dir / "aup.csv")
 
     def counted(column: str, noun: str) -> str:
         n = int(frame[column].nunique()) if column in frame and len(frame) else 0
@@ -332,6 +367,7 @@ def build_report(frame: pd.DataFrame, out_dir: Path, source: str = "", threshold
     sections = [
         ("summary", "Summary", summary),
         ("leaderboard-section", "Leaderboard", leaderboard_html),
+        ("aup-section", "AUP per task", _aup_section(aups)),
         ("tradeoff", "Speed-quality trade-off", _tradeoff_section(averaged, oracle_avg)),
         ("per-task", "Per-task curves", _tasks_section(per_task)),
         ("task-map", "Task map", _taskmap_section(tmap)),

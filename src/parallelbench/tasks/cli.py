@@ -133,10 +133,15 @@ def export(
     n_min: Optional[int] = typer.Option(None, "--n-min", min=1, help="Shortest list length (list tasks)."),
     n_max: Optional[int] = typer.Option(None, "--n-max", min=1, help="Longest list length (list tasks)."),
     source: str = typer.Option("owned", "--source", help="'owned' (bundled data) or 'hub' (SAMSum / ChatGPT paraphrases; needs the network)."),
+    fmt: str = typer.Option("jsonl", "--format", help="'jsonl' (our sample files) or 'lm-eval' (a task folder for lm-eval --include_path)."),
 ) -> None:
     """Write one JSONL file per task; each line is a sample (id, task, messages, answer, scorer, data).
 
+    With --format lm-eval the folder is an lm-evaluation-harness task set: tasks
+    parallelbench_<category>_<task>, group parallelbench (the paper's 17), local data, our scorers.
+
     Example: parallelbench tasks export --out tasks_out --tasks paper --limit 10
+    Example: parallelbench tasks export --format lm-eval --out pb_tasks && lm_eval --model hf --model_args pretrained=gpt2 --include_path pb_tasks --tasks parallelbench
     """
     from parallelbench.outputs import OutputError, check_folder
     from parallelbench.tasks._common import with_params
@@ -144,6 +149,8 @@ def export(
 
     if source not in ("owned", "hub"):
         _fail(f"--source must be 'owned' or 'hub', got {source!r}")
+    if fmt not in ("jsonl", "lm-eval"):
+        _fail(f"--format must be 'jsonl' or 'lm-eval', got {fmt!r}")
     try:
         check_folder(out, "the task files")
     except OutputError as exc:
@@ -174,6 +181,17 @@ def export(
             except RuntimeError as exc:
                 _fail(str(exc))
 
+    if fmt == "lm-eval":
+        from parallelbench.integrations.lm_eval_tasks import export_lm_eval
+
+        try:
+            rows = export_lm_eval(chosen, out, limit, samples_of)
+        except (FileNotFoundError, ValueError, OSError) as exc:
+            _fail(" ".join(str(exc).split()))
+        total = sum(c for _, _, c in rows)
+        _out.print(f"wrote {total} samples of {len(rows)} lm-eval tasks to {out}; run: lm_eval --include_path {out} "
+                   "--tasks parallelbench ...", highlight=False, soft_wrap=True)
+        return
     try:
         rows = export_tasks(chosen, out, limit, samples_of)
     except (FileNotFoundError, ValueError, OutputError) as exc:
