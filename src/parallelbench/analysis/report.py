@@ -104,11 +104,11 @@ def _aup_section(aups: pd.DataFrame) -> str:
     columns = [c for c in aups.columns if c.startswith("AUP ")]
     if not columns:
         return intro + _missing("Needs per-task results of at least one strategy (parallelbench run).")
-    head = "".join(f"<th>{html.escape(c[4:])}</th>" for c in columns)
+    head = "".join(f"<th>{_shown(c[4:])}</th>" for c in columns)
     rows = []
     for _, row in aups.iterrows():
         cells = "".join(_fmt(row[c], 1) for c in columns)
-        rows.append(f'<tr><td class="name">{html.escape(str(row["strategy"]))}</td>{_fmt(row["AUP"], 1)}{cells}</tr>')
+        rows.append(f'<tr><td class="name">{_shown(row["strategy"])}</td>{_fmt(row["AUP"], 1)}{cells}</tr>')
     return intro + (
         f'<table id="aup"><thead><tr><th class="name">strategy</th><th>AUP (task avg)</th>{head}</tr></thead>'
         f'<tbody>{"".join(rows)}</tbody></table>'
@@ -135,7 +135,7 @@ def _leaderboard_section(averaged: pd.DataFrame, thresholds, aups: pd.DataFrame 
         cells = "".join(f"<td>{row[n]:.2f}</td>" for n in names) + _fmt(row["AUP"], 1)
         rows.append(
             f'<tr class="lb-row" data-strategy="{_shown(row["strategy"])}"><td>{i + 1}</td>'
-            f'<td class="name" title="{html.escape(display_name(row["strategy"], 400))}">{_shown(row["strategy"])}</td><td class="kind">{html.escape(str(row["kind"]))}</td>{cells}<td>{row["points"]}</td></tr>'
+            f'<td class="name" title="{html.escape(display_name(row["strategy"], 400))}">{_shown(row["strategy"])}</td><td class="kind">{_shown(row["kind"])}</td>{cells}<td>{row["points"]}</td></tr>'
         )
     body = (
         f'<table id="leaderboard"><thead><tr><th>#</th><th class="name">strategy</th><th class="name">kind</th>{head}'
