@@ -70,6 +70,9 @@ def _collect(task: "Task", split: str, size: int, seed: int, exclude: set[str]) 
     max_parts = 3 * math.ceil(size / PART_SIZE) + 8
     while len(out) < size:
         if part >= max_parts:
+            if not out:
+                raise SplitError(f"every sample {task.id} generates is one of its test samples (its prompts come "
+                                 "from a fixed set, whatever the seed); it cannot be fine-tuned on without training on the test set")
             raise SplitError(
                 f"{task.id} gave only {len(out)} {split} samples distinct from its test set after {part} tries; "
                 f"ask for fewer with --{split}-samples"

@@ -12,7 +12,7 @@ def one_by_one_accuracy(model: Any, samples: Sequence[Any]) -> float:
     from parallelbench.tasks import get_task
 
     if not samples:
-        return float("nan")
+        raise ValueError("no samples to decode")
     strategy = build_strategy("confidence-topk", k=1)
     total = 0.0
     by_task: dict[str, list[Any]] = {}

@@ -102,6 +102,10 @@ def decode_subset(val_samples: Sequence[Any], per_task: int) -> list[Any]:
     return out
 
 
+def _fmt(acc: float | None) -> str:
+    return "-" if acc is None else f"{acc:.3f}"
+
+
 def _atomic_save(obj: Any, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
     torch.save(obj, tmp)
@@ -153,9 +157,10 @@ def run(
         step, epoch, history, elapsed = state["step"], state["epoch"], list(state["history"]), state["elapsed"]
     else:
         backend.train_mode(False)
-        acc = backend.accuracy(decode_set) if decode_set else float("nan")
+        acc = backend.accuracy(decode_set) if decode_set else None
         history.append({"epoch": 0, "step": 0, "val_accuracy": acc})
-        log(f"before fine-tuning: validation accuracy (one by one, {len(decode_set)} samples) {acc:.3f}")
+        if acc is not None:
+            log(f"before fine-tuning: validation accuracy (one by one, {len(decode_set)} samples) {acc:.3f}")
 
     def checkpoint() -> None:
         _atomic_save({"trainable": backend.trainable_state(), "optimizer": opt.state_dict(), "step": step,
@@ -165,7 +170,7 @@ def run(
     bar = None
     if progress is not None:
         bar = progress.add_task("fine-tuning", total=total, completed=step, loss="-", val_loss="-",
-                                val_acc=f"{history[-1]['val_accuracy']:.3f}" if history else "-")
+                                val_acc=_fmt(history[-1]["val_accuracy"]) if history else "-")
     began = time.time() - elapsed
     micro = math.ceil(cfg.batch_size / max(1, cfg.grad_accum))
     running = None
@@ -201,14 +206,14 @@ def run(
             epoch += 1
             backend.train_mode(False)
             vloss = validation_loss(backend, val, micro, cfg.seed)
-            acc = backend.accuracy(decode_set) if decode_set else float("nan")
+            acc = backend.accuracy(decode_set) if decode_set else None
             elapsed = time.time() - began
             history.append({"epoch": epoch, "step": step, "loss": running, "val_loss": vloss, "val_accuracy": acc,
                             "seconds": round(elapsed, 1)})
             if bar is not None:
-                progress.update(bar, val_loss=f"{vloss:.4f}", val_acc=f"{acc:.3f}")
+                progress.update(bar, val_loss=f"{vloss:.4f}", val_acc=_fmt(acc))
             log(f"epoch {epoch}/{cfg.epochs}: step {step}/{total}, loss {running:.4f}, validation loss {vloss:.4f}, "
-                f"validation accuracy (one by one, {len(decode_set)} samples) {acc:.3f}")
+                f"validation accuracy (one by one, {len(decode_set)} samples) {_fmt(acc)}")
             checkpoint()
     except KeyboardInterrupt:
         elapsed = time.time() - began
