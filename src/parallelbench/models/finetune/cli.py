@@ -33,7 +33,7 @@ def finetune(
     max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Cap on optimiser steps, for quick runs (the schedule spans the capped run)."),
     dump_data: Optional[Path] = typer.Option(None, "--dump-data", help="Also write the training and validation samples here as train.jsonl / val.jsonl."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Examples per optimiser step (paper: 32; tiny default 64)."),
-    grad_accum: int = typer.Option(1, "--grad-accum", min=1, help="Split each batch into this many micro-batches (same result, less memory)."),
+    grad_accum: int = typer.Option(1, "--grad-accum", min=1, help="Split each batch into this many micro-batches (less memory; the same expected gradient)."),
     lr: Optional[float] = typer.Option(None, "--lr", min=0.0, help="Peak learning rate, AdamW (paper: 1e-5 LoRA; tiny default 3e-4, as the paper's SEDD fine-tuning)."),
     warmup: Optional[float] = typer.Option(None, "--warmup", min=0.0, max=1.0, help="Warm-up share of the steps, then cosine decay (paper: 0.05; tiny 0.25)."),
     rank: Optional[int] = typer.Option(None, "--rank", min=1, help="LoRA rank r (paper: 128; hf: only)."),
@@ -85,6 +85,14 @@ def finetune(
         saved = state["config"]
         if saved["base"] != model:
             _fail(f"{out} holds a fine-tune of {saved['base']}, not {model}; resume with --model {saved['base']}")
+        from parallelbench.tasks import resolve_tasks
+
+        try:
+            asked = [t.id for t in resolve_tasks(tasks)]
+        except KeyError as exc:
+            _fail(str(exc).strip("'\""))
+        if asked != saved["tasks"]:
+            _fail(f"{out} holds a fine-tune on {','.join(saved['tasks'])}; resume with --tasks {','.join(saved['tasks'])}")
         cfg = FinetuneConfig(**saved)
         cfg.stop_after = None
     else:
