@@ -51,10 +51,9 @@ def finetune(
 
     Example: parallelbench finetune --model tiny --tasks waiting_line/sort --out ft-sort/
 
-    Then: parallelbench run --model tiny:ft-sort/ --tasks waiting_line/sort
-    (hf: parallelbench run --model hf:<base> --model-opt adapter=<out> ...). Data come from the
-    task generators with seeds disjoint from the test samples; the command checks that no test
-    prompt is among them and says so.
+    Then: parallelbench run --model tiny:ft-sort/ --tasks waiting_line/sort (an hf: result: --model hf:BASE --model-opt adapter=OUT).
+
+    Data come from the task generators with seeds disjoint from the test samples; the command checks that no test prompt is among them and says so.
     """
     from parallelbench.models.finetune.loop import CheckpointError, FinetuneConfig, load_checkpoint
 
