@@ -569,7 +569,7 @@ def verify(python: str, official: Path, work: Path, quick: bool, seed: int = 0,
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        description="Compare the native LLaDA / Dream implementations with the official modeling code.",
+        description=__doc__,
         epilog="Example: PYTHONPATH=src python benchmarks/verify_native.py --python /tmp/pb-tf449/bin/python "
                "--official /tmp/official --quick",
         formatter_class=argparse.RawDescriptionHelpFormatter)
