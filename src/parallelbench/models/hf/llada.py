@@ -46,6 +46,14 @@ def _as_tuples(cache: Any) -> KV:
 
 
 def build(ckpt, opts, *, device: str, dtype, name: str):
+    """The native implementation for real llada checkpoints; the checkpoint's own code only for a
+    stand-in family member without one (explicit trust_remote_code=true, see `hf._remote_code_policy`)."""
+    from parallelbench.models.hf.detect import native_family
+
+    if native_family(ckpt.config) is not None or opts.trust_remote_code is not True:
+        from parallelbench.models.hf.native_build import build_native
+
+        return build_native(ckpt, opts, device=device, dtype=dtype, name=name)
     from parallelbench.models.hf.loading import build_remote_dllm
 
     return build_remote_dllm(ckpt, opts, net_class=LLaDANet, default_mask_id=LLADA_MASK_ID,
