@@ -62,7 +62,9 @@ def wilson(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
     z2 = z * z
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     spread = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return (max(0.0, centre - spread), min(1.0, centre + spread))
+    low = 0.0 if successes <= 0 else max(0.0, centre - spread)
+    high = 1.0 if successes >= n else min(1.0, centre + spread)  # exact ends: no rounding below 1
+    return (low, high)
 
 
 def is_binary(values: Iterable[float]) -> bool:
