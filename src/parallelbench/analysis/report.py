@@ -314,7 +314,9 @@ def _files_section(written: list[Path], out_dir: Path) -> str:
 
 
 def export_curves(averaged: pd.DataFrame, per_task: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """`curves/<model>/<strategy>.csv` with task,tps,accuracy (+ `avg` rows): `parallelbench leaderboard --curves` input."""
+    """`curves/<model>/<strategy>.csv` with task,tps,accuracy,ci_low,ci_high,n (+ `avg` rows):
+    `parallelbench leaderboard --curves` input; ci_low/ci_high bound the 95% interval of the accuracy (%)
+    and n counts its samples (summed over tasks on `avg` rows)."""
     written = []
     folders = figures.file_names(per_task["model"].unique()) if len(per_task) else {}
     stems = {m: figures.file_names(g["curve"].unique(), figures.file_stem) for m, g in per_task.groupby("model")}
@@ -322,8 +324,9 @@ def export_curves(averaged: pd.DataFrame, per_task: pd.DataFrame, out_dir: Path)
         folder = Path(out_dir) / "curves" / folders[model]
         folder.mkdir(parents=True, exist_ok=True)
         avg = averaged[(averaged["model"] == model) & (averaged["curve"] == curve)]
+        columns = ["task", "tps", "accuracy", "ci_low", "ci_high", "n"]
         table = pd.concat(
-            [group[["task", "tps", "accuracy"]].sort_values(["task", "tps"]), avg[["tps", "accuracy"]].assign(task="avg")[["task", "tps", "accuracy"]]]
+            [group.reindex(columns=columns).sort_values(["task", "tps"]), avg.assign(task="avg").reindex(columns=columns)]
         )
         path = folder / f"{stems[model][curve]}.csv"
         table.to_csv(path, index=False)

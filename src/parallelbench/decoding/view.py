@@ -124,6 +124,16 @@ class StepView:
         return self.token_prob(self.x0)
 
     @cached_property
+    def decision_confidence(self) -> torch.Tensor:
+        """[b, G] the confidence threshold rules compare: the model's noise-free confidence when it
+        supplies one under greedy decoding (the ideal model, whose noise only orders tied
+        positions), else `confidence`."""
+        clean = self.aux.get("noise_free_confidence")
+        if clean is None or self.temperature > 0:
+            return self.confidence
+        return torch.where(self.masked, clean.to(self.device), self.confidence.double())
+
+    @cached_property
     def margin(self) -> torch.Tensor:
         top2 = self.probs.topk(2, dim=-1).values
         return top2[..., 0] - top2[..., 1]
