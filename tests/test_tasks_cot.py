@@ -171,3 +171,57 @@ def test_cot_of_a_task_without_one_is_one_line_and_writes_nothing(spec, tmp_path
     assert not (tmp_path / "x").exists()
     with pytest.raises(KeyError, match="CoT variants exist for: waiting_line/copy-cot"):
         get_task(spec)
+
+
+# ---- the report: CoT beside direct runs ------------------------------------------------------
+
+
+def _rows():
+    from parallelbench.analysis.synthetic import result_row
+
+    rows = []
+    for k, direct_hits, cot_hits in ((1, 4, 3), (2, 1, 3)):
+        for i in range(4):
+            rows.append(result_row("confidence-topk", {"k": k}, model="m", task="waiting_line/shuffle",
+                                   sample_id=f"waiting_line/shuffle/{i}", score=float(i < direct_hits),
+                                   num_tokens=32, nfe=32 // k))
+            rows.append(result_row("confidence-topk", {"k": k}, model="m", task="waiting_line/shuffle-cot",
+                                   sample_id=f"waiting_line/shuffle-cot/{i}", score=float(i < cot_hits),
+                                   num_tokens=200 + i, nfe=(200 + i) // k))
+    # a CoT setting with no direct run, and a direct task without CoT (left out)
+    rows.append(result_row("confidence-topk", {"k": 4}, model="m", task="waiting_line/shuffle-cot", score=1.0,
+                           num_tokens=256, nfe=64))
+    rows.append(result_row("confidence-topk", {"k": 1}, model="m", task="waiting_line/copy", score=1.0))
+    return rows
+
+
+def test_cot_comparison_pairs_direct_and_cot_runs():
+    import pandas as pd
+
+    from parallelbench.analysis.cot import cot_comparison
+
+    table = cot_comparison(pd.DataFrame(_rows()))
+    assert list(table["task"]) == ["waiting_line/shuffle"] * 3
+    k1, k2, k4 = (table.iloc[i] for i in range(3))
+    assert (k1["direct_accuracy"], k1["cot_accuracy"]) == (100.0, 75.0)
+    assert (k2["direct_accuracy"], k2["cot_accuracy"]) == (25.0, 75.0)
+    assert k1["direct_tokens"] == 32 and k1["cot_tokens"] == pytest.approx(201.5)
+    assert k2["direct_nfe"] == 16 and k2["cot_nfe"] == pytest.approx((100 + 100 + 101 + 101) / 4)
+    assert k4["direct_accuracy"] != k4["direct_accuracy"] and k4["cot_n"] == 1  # NaN: no direct run
+    assert cot_comparison(pd.DataFrame(_rows()[-1:])).empty  # no CoT rows, no table
+
+
+def test_report_has_a_cot_section_only_with_cot_runs(tmp_path):
+    import pandas as pd
+
+    from parallelbench.analysis.report import build_report
+
+    page = build_report(pd.DataFrame(_rows()), tmp_path / "a", static_figures=False).read_text(encoding="utf-8")
+    assert 'id="cot-section"' in page and "Chain-of-thought vs direct" in page
+    section = page.split('id="cot-section"')[1].split("</section>")[0]
+    assert "<td>100.0</td><td>75.0</td><td>32.0</td><td>201.5</td>" in section  # k = 1: acc, acc, tokens, tokens
+    assert section.count("<tr>") == 4  # header + 3 settings
+    assert (tmp_path / "a" / "cot.csv").exists()
+    plain = [r for r in _rows() if not r["task"].endswith("-cot")]
+    page = build_report(pd.DataFrame(plain), tmp_path / "b", static_figures=False).read_text(encoding="utf-8")
+    assert 'id="cot-section"' not in page and not (tmp_path / "b" / "cot.csv").exists()
