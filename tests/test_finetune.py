@@ -332,3 +332,25 @@ def test_lora_on_the_native_implementation(tmp_path: Path, family: str) -> None:
 
     with pytest.raises(ModelSpecError, match="was fine-tuned from"):
         load_model(f"hf:{other}", device="cpu", adapter=str(out))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_lora_on_gpu_through_the_native_implementation(tmp_path: Path) -> None:
+    pytest.importorskip("peft")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import native_ckpt as nc
+
+    base = nc.write_checkpoint(tmp_path / "base", "llada")
+    out = tmp_path / "adapter"
+    result = _invoke("--model", f"hf:{base}", "--model-opt", "device=cuda", "--tasks", "waiting_line/copy",
+                     "--out", str(out), "--max-steps", "4", "--val-decode", "4", "--rank", "8", "--alpha", "16",
+                     "--lr", "1e-2", "--grad-accum", "4", *QUICK)
+    assert result.exit_code == 0, result.output
+    record = json.loads((out / "finetune.json").read_text())
+    assert record["steps"] == 4 and record["history"][-1]["loss"] == record["history"][-1]["loss"]
+    tuned = load_model(f"hf:{base}", device="cuda", adapter=str(out))
+    assert tuned.versions()["dtype"] == "bfloat16"
+    gens = tuned.generate(get_task("waiting_line/copy").samples(4), "confidence-topk", max_new_tokens=32)
+    assert all(g.nfe > 0 for g in gens)
