@@ -122,6 +122,18 @@ def test_a_run_folder_is_not_overwritten(tiny_run) -> None:
     assert "--resume" in msg and (out / "model.pt").read_bytes() == before
 
 
+def test_a_model_folder_is_never_written_over(tmp_path: Path) -> None:
+    from parallelbench.models.tiny import shipped_files
+
+    folder = tmp_path / "base"
+    folder.mkdir()
+    for f, name in zip(shipped_files("masked-"), ("config.json", "model.pt", "tokenizer.json")):
+        shutil.copyfile(f, folder / name)
+    before = (folder / "model.pt").read_bytes()
+    msg = _one_line_error(_invoke("--model", f"tiny:{folder}", "--tasks", "waiting_line/copy", "--out", str(folder), *QUICK))
+    assert "already holds a model" in msg and (folder / "model.pt").read_bytes() == before
+
+
 def test_tiny_dir_of_the_other_variant_is_refused(tiny_run) -> None:
     out, _, _ = tiny_run
     with pytest.raises(ValueError, match="load it as tiny:"):

@@ -97,6 +97,9 @@ def finetune(
     else:
         if (out / "finetune.json").exists() or (out / "finetune-checkpoint.pt").exists():
             _fail(f"{out} already holds a fine-tuning run; pass --resume to continue it or choose another --out")
+        held = [n for n in ("model.pt", "config.json", "adapter_config.json") if (out / n).exists()]
+        if held:
+            _fail(f"{out} already holds a model ({held[0]}); choose an empty or new --out")
         from parallelbench.tasks import resolve_tasks
 
         try:
