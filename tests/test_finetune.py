@@ -34,6 +34,15 @@ def _invoke(*args: str):
     return runner.invoke(app, ["finetune", *args])
 
 
+def _ok(result) -> None:
+    """Exit 0, else the output and the exception's traceback (CliRunner keeps it in exc_info)."""
+    if result.exit_code != 0:
+        import traceback
+
+        trace = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else ""
+        raise AssertionError(f"exit {result.exit_code}\n{result.output}\n{trace}")
+
+
 def _one_line_error(result) -> str:
     text = result.output.strip()
     assert result.exit_code == 2, text
@@ -79,7 +88,7 @@ def tiny_run(tmp_path_factory):
     out, data = root / "sort", root / "data"
     result = _invoke("--model", "tiny", "--tasks", "waiting_line/sort", "--out", str(out), "--max-steps", "2",
                      "--val-decode", "2", "--dump-data", str(data), *QUICK)
-    assert result.exit_code == 0, result.output
+    _ok(result)
     return out, data, result
 
 
@@ -151,7 +160,7 @@ def test_resume_ends_with_the_weights_of_an_uninterrupted_run(tmp_path: Path) ->
     assert part["complete"] is False and part["steps"] == 2 and not (tmp_path / "part" / "model.pt").exists()
     result = _invoke("--model", "tiny", "--tasks", "waiting_line/copy", "--out", str(tmp_path / "part"), "--resume",
                      "--threads", "1", "--no-progress")
-    assert result.exit_code == 0, result.output
+    _ok(result)
     whole = torch.load(tmp_path / "whole" / "model.pt", weights_only=True)
     resumed = torch.load(tmp_path / "part" / "model.pt", weights_only=True)
     assert whole.keys() == resumed.keys()
@@ -227,7 +236,7 @@ def lora_run(tmp_path_factory):
     result = _invoke("--model", f"hf:{base}", *OPT_ARGS, "--tasks", "waiting_line/copy", "--out", str(out),
                      "--max-steps", "3", "--val-decode", "2", "--rank", "4", "--alpha", "8", "--lr", "1e-2",
                      "--grad-accum", "2", *QUICK)
-    assert result.exit_code == 0, result.output
+    _ok(result)
     return base, other, out, result
 
 
@@ -304,12 +313,13 @@ def test_lora_on_gpu_trains_in_bf16_and_loads(tmp_path: Path) -> None:
     result = _invoke("--model", f"hf:{base}", *[a for k, v in opts.items() for a in ("--model-opt", f"{k}={v}")],
                      "--tasks", "waiting_line/copy", "--out", str(out), "--max-steps", "4", "--val-decode", "4",
                      "--lr", "1e-2", "--rank", "8", "--alpha", "16", "--grad-accum", "2", *QUICK)
-    assert result.exit_code == 0, result.output
+    _ok(result)
     record = json.loads((out / "finetune.json").read_text())
     assert all(h.get("loss") is None or h["loss"] == h["loss"] for h in record["history"])  # finite, not NaN
     tuned = load_model(f"hf:{base}", **opts, adapter=str(out))
     plain = load_model(f"hf:{base}", **opts)
-    ids = torch.tensor([plain.tokenizer.encode_chat(get_task("waiting_line/copy").samples(1)[0].messages) + [1] * 8])
+    ids = torch.tensor([plain.tokenizer.encode_chat(get_task("waiting_line/copy").samples(1)[0].messages) + [1] * 8],
+                       device="cuda")
     assert not torch.allclose(plain.net(ids).float(), tuned.net(ids).float())
     gens = tuned.generate(get_task("waiting_line/copy").samples(4), "confidence-topk", max_new_tokens=32)
     assert all(g.nfe > 0 for g in gens)
@@ -332,7 +342,7 @@ def test_lora_on_the_native_implementation(tmp_path: Path, family: str) -> None:
     result = _invoke("--model", f"hf:{base}", "--model-opt", "device=cpu", "--tasks", "waiting_line/copy",
                      "--out", str(out), "--max-steps", "2", "--val-decode", "1", "--rank", "4", "--alpha", "8",
                      "--lr", "1e-2", *QUICK)
-    assert result.exit_code == 0, result.output
+    _ok(result)
     assert sorted(json.loads((out / "adapter_config.json").read_text())["target_modules"]) == ["k", "q", "v"]
     assert not nc.code_ran(base)
     plain = load_model(f"hf:{base}", device="cpu")
@@ -359,7 +369,7 @@ def test_lora_on_gpu_through_the_native_implementation(tmp_path: Path) -> None:
     result = _invoke("--model", f"hf:{base}", "--model-opt", "device=cuda", "--tasks", "waiting_line/copy",
                      "--out", str(out), "--max-steps", "4", "--val-decode", "4", "--rank", "8", "--alpha", "16",
                      "--lr", "1e-2", "--grad-accum", "4", *QUICK)
-    assert result.exit_code == 0, result.output
+    _ok(result)
     record = json.loads((out / "finetune.json").read_text())
     assert record["steps"] == 4 and record["history"][-1]["loss"] == record["history"][-1]["loss"]
     tuned = load_model(f"hf:{base}", device="cuda", adapter=str(out))
