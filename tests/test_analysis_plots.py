@@ -65,9 +65,10 @@ def test_error_bars_come_from_interval_columns_and_only_then(frame):
     per_task, averaged = curves(frame)
     _, oracle = oracle_points(frame)
     model = averaged["model"].iloc[0]
-    plain = json.loads(plots.tradeoff_plot(averaged, oracle, model).to_json())["data"]
+    bare = averaged.drop(columns=[c for c in ("ci_low", "ci_high") if c in averaged.columns])
+    plain = json.loads(plots.tradeoff_plot(bare, oracle, model).to_json())["data"]
     assert all("error_y" not in t or not t["error_y"].get("array") for t in plain)
-    boxed = _with_intervals(averaged)
+    boxed = _with_intervals(bare)
     drawn = json.loads(plots.tradeoff_plot(boxed, oracle, model).to_json())["data"]
     curves_drawn = [t for t in drawn if t["marker"].get("symbol") != "star"]
     for trace in curves_drawn:
@@ -77,7 +78,7 @@ def test_error_bars_come_from_interval_columns_and_only_then(frame):
         up, down = np.asarray(err["array"], dtype=float), np.asarray(err["arrayminus"], dtype=float)
         if ys is not None:
             assert np.allclose(ys + up, np.minimum(ys + 10, 100)) and np.allclose(ys - down, np.maximum(ys - 10, 0))
-    panels = json.loads(plots.task_panels_plot(_with_intervals(per_task), model).to_json())["data"]
+    panels = json.loads(plots.task_panels_plot(_with_intervals(per_task.drop(columns=[c for c in ("ci_low", "ci_high") if c in per_task.columns])), model).to_json())["data"]
     assert all(t["error_y"]["array"] for t in panels)
     # static figures draw the same bars
     fig = figures.tradeoff_figure(boxed, oracle, model)
