@@ -49,6 +49,19 @@ class ArchSpec:
         return self.hidden // self.heads
 
 
+class Linear(nn.Linear):
+    """nn.Linear without random init: weights always come from a checkpoint (or `build_random`),
+    and init on the meta device would import torch's compiler stack for nothing."""
+
+    def reset_parameters(self) -> None:
+        pass
+
+
+class Embedding(nn.Embedding):
+    def reset_parameters(self) -> None:
+        pass
+
+
 class RMSNorm(nn.Module):
     """Normalise in float32, cast back, then scale (both families' order of operations)."""
 
@@ -70,7 +83,8 @@ class Rotary(nn.Module):
 
     def __init__(self, head_dim: int, theta: float, fp32: bool):
         super().__init__()
-        inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+        # built on the CPU even inside a meta-device context; moved with the module
+        inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32, device="cpu") / head_dim))
         self.register_buffer("inv_freq", inv, persistent=False)
         self.fp32 = fp32
 
@@ -108,14 +122,14 @@ class Block(nn.Module):
         h, d = spec.hidden, spec.head_dim
         self.heads, self.kv_heads, self.head_dim = spec.heads, spec.kv_heads, d
         self.attn_norm = RMSNorm(h, spec.eps, spec.norm_bias)
-        self.q = nn.Linear(h, spec.heads * d, bias=spec.qkv_bias)
-        self.k = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
-        self.v = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
-        self.o = nn.Linear(spec.heads * d, h, bias=spec.other_bias)
+        self.q = Linear(h, spec.heads * d, bias=spec.qkv_bias)
+        self.k = Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
+        self.v = Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
+        self.o = Linear(spec.heads * d, h, bias=spec.other_bias)
         self.mlp_norm = RMSNorm(h, spec.eps, spec.norm_bias)
-        self.gate = nn.Linear(h, spec.ffn, bias=spec.other_bias)
-        self.up = nn.Linear(h, spec.ffn, bias=spec.other_bias)
-        self.down = nn.Linear(spec.ffn, h, bias=spec.other_bias)
+        self.gate = Linear(h, spec.ffn, bias=spec.other_bias)
+        self.up = Linear(h, spec.ffn, bias=spec.other_bias)
+        self.down = Linear(spec.ffn, h, bias=spec.other_bias)
 
     def qkv(self, x: torch.Tensor, rotary: Rotary, cos: torch.Tensor, sin: torch.Tensor):
         b, length, _ = x.shape
@@ -140,10 +154,10 @@ class DiffusionTransformer(nn.Module):
     def __init__(self, spec: ArchSpec):
         super().__init__()
         self.spec = spec
-        self.embed = nn.Embedding(spec.embed_rows, spec.hidden)
+        self.embed = Embedding(spec.embed_rows, spec.hidden)
         self.layers = nn.ModuleList(Block(spec) for _ in range(spec.layers))
         self.norm = RMSNorm(spec.hidden, spec.eps, spec.norm_bias)
-        self.head = None if spec.tie else nn.Linear(spec.hidden, spec.out_size, bias=spec.other_bias)
+        self.head = None if spec.tie else Linear(spec.hidden, spec.out_size, bias=spec.other_bias)
         self.rotary = Rotary(spec.head_dim, spec.rope_theta, spec.rope_fp32)
         self._qkv = [blk.qkv for blk in self.layers]
         self._mlp = [blk.mlp for blk in self.layers]
