@@ -63,11 +63,15 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def build_net(arch: str, cfg: dict, device: str, dtype: str, cache: str, compile: bool):
+def build_module(arch: str, cfg: dict, device: str, dtype: str):
     from parallelbench.models.native import build_random
+
+    return build_random(arch, cfg, device=device, dtype=dtype)
+
+
+def build_net(arch: str, cfg: dict, module, cache: str, compile: bool):
     from parallelbench.models.native.net import NativeDiffusionNet
 
-    module = build_random(arch, cfg, device=device, dtype=dtype)
     eos = EOS[arch] if EOS[arch] < cfg["vocab_size"] else cfg["vocab_size"] - 2
     return NativeDiffusionNet(module, mask_id=cfg["mask_token_id"], eos_id=eos, vocab_size=cfg["vocab_size"],
                               cache=cache, compile=compile)
@@ -121,8 +125,9 @@ def main() -> None:
           f"{'ms/fwd':>8}")
     for arch in args.arch:
         cfg = scaled(arch, scale)
-        for cache in args.caches:
-            net = build_net(arch, cfg, args.device, dtype, cache, args.compile)
+        module = build_module(arch, cfg, args.device, dtype)
+        for n, cache in enumerate(args.caches):
+            net = build_net(arch, cfg, module, cache, args.compile and n == 0)
             params = sum(p.numel() for p in net.model.parameters()) / 1e9
             if cache == "none":
                 ids = torch.randint(0, cfg["vocab_size"] - 1, (1, length), device=args.device)
@@ -154,6 +159,7 @@ def main() -> None:
             del net
             if args.device.startswith("cuda"):
                 torch.cuda.empty_cache()
+        del module
 
 
 if __name__ == "__main__":
