@@ -1,5 +1,10 @@
 """Dream 7B and DiffuCoder (model_type "Dream"): masked dLLMs adapted from Qwen2.5.
 
+Real Dream / DiffuCoder checkpoints load through the native implementation
+(`parallelbench.models.native`, built by `native_build`); `DreamNet` below drives a
+checkpoint's own modeling code and serves only stand-ins loaded with an explicit
+family=dream and trust_remote_code=true.
+
 Quirks: remote code (trust_remote_code); trained as a shifted LM, so the logit for
 position i comes from position i - 1 (the first position repeats position 0); padding
 is expressed with explicit position ids (pads count from the first real token) and a

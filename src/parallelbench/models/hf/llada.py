@@ -1,6 +1,11 @@
 """LLaDA 8B Instruct and LLaDA 1.5 (GSAI-ML): a bidirectional Llama-style masked dLLM.
 
-Quirks: the checkpoint ships its own modeling code (trust_remote_code); the mask token
+Real LLaDA checkpoints (model_type "llada") load through the native implementation
+(`parallelbench.models.native`, built by `native_build`); `LLaDANet` below drives a
+checkpoint's own modeling code and serves only stand-ins without a native implementation
+loaded with an explicit family=llada and trust_remote_code=true.
+
+Quirks of that code path: the checkpoint ships its own modeling code; the mask token
 is 126336; answers end with <|eot_id|> followed by <|endoftext|> padding, both treated
 as EOS. The forward accepts a list of per-layer (k, v) tuples as `past_key_values` and
 places new tokens right after them (RoPE offset = cached length), which is exactly the

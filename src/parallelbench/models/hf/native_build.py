@@ -8,6 +8,7 @@ back to the checkpoint's tokenizer.json when its tokenizer_config names a custom
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,9 @@ def load_tokenizer(folder: Path) -> Any:
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # AutoTokenizer warns that config.json's model_type is unknown to it
     try:
-        return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # and about old config fields (rope_scaling)
+            return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
     except Exception as first:  # noqa: BLE001 - a custom tokenizer class: fall back to tokenizer.json
         error = first
     finally:
