@@ -28,6 +28,7 @@ class TopKStrategy(Strategy):
 
     kind = "topk"
     Options = TopKOptions
+    focus = "candidates"
     scorer: ClassVar[str] = "confidence"
 
     def __init__(self, **params: Any) -> None:
@@ -100,6 +101,7 @@ class ConfidenceThreshold(Strategy):
     """Fast-dLLM threshold: every candidate with confidence above gamma, else the single best."""
 
     Options = ThresholdOptions
+    focus = "candidates"
 
     def check_options(self) -> None:
         super().check_options()
@@ -120,6 +122,7 @@ class ConfidenceFactor(Strategy):
     """Fast-dLLM factor rule (appendix E): the largest n with (n + 1)(1 - c_n) < f, at least 1."""
 
     Options = FactorOptions
+    focus = "candidates"
 
     def check_options(self) -> None:
         super().check_options()
@@ -141,6 +144,7 @@ class EntropyBounded(Strategy):
     """EB-sampler: add tokens (best first) while their summed entropy minus the largest stays <= gamma."""
 
     Options = EBOptions
+    focus = "candidates"
     ORDERS = ("entropy", "confidence", "margin")
 
     def check_options(self) -> None:
@@ -171,6 +175,7 @@ class Klass(Strategy):
     and whose confidence exceeds `threshold`; otherwise the single most confident."""
 
     Options = KlassOptions
+    focus = "masked"  # predictions of masked positions outside the active block build up stability too
 
     def check_options(self) -> None:
         super().check_options()
