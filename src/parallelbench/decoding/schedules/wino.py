@@ -33,6 +33,7 @@ class WinoOptions(DecodeOptions):
 @register_strategy("wino")
 class Wino(Strategy):
     Options = WinoOptions
+    focus = "candidates"
     verify_chunk = 64  # most rows per model call once the leave-one-out views are added (not a result knob)
 
     def check_options(self) -> None:
