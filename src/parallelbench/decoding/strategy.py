@@ -156,6 +156,11 @@ class Strategy:
         """Called once per decode before any model call (context: model, verifier, prompt_length);
         raise here for anything missing so no work is wasted."""
 
+    def check_model(self, model: Any) -> None:
+        """Raise ValueError, one line naming the capability and the fix, if `model` (the
+        MaskedDiffusionModel) lacks something these options need. The runner calls it for
+        every configuration before any decoding; strategies with needs call it from `begin`."""
+
     def init_state(self, batch_size: int, gen_length: int, device: torch.device) -> dict[str, torch.Tensor]:
         """Per-row tensors (dim 0 = row) the engine keeps aligned when rows finish."""
         return {}
