@@ -225,3 +225,11 @@ def test_report_has_a_cot_section_only_with_cot_runs(tmp_path):
     plain = [r for r in _rows() if not r["task"].endswith("-cot")]
     page = build_report(pd.DataFrame(plain), tmp_path / "b", static_figures=False).read_text(encoding="utf-8")
     assert 'id="cot-section"' not in page and not (tmp_path / "b" / "cot.csv").exists()
+
+
+def test_ideal_model_refuses_cot_tasks_with_a_reason_naming_cot():
+    from parallelbench.models.ideal.bench import IdealBenchModel, no_answer_set_reason
+
+    s = get_task("waiting_line/shuffle-cot").samples(1)[0]
+    assert not IdealBenchModel().supports(s)
+    assert "chain-of-thought" in no_answer_set_reason(s) and "direct task" in no_answer_set_reason(s)
