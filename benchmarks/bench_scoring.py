@@ -1,9 +1,9 @@
-"""Time scoring 1,700 answers (the 17 paper tasks x 100 samples), grammar and BERTScore included.
+"""Time scoring 1,708 answers (the 17 paper tasks: 100 samples each, 108 for Sudoku), grammar and BERTScore included.
 
 The answers are built from the task generators: each sample's reference answer,
 as is, wrapped in prose, corrupted (two words swapped or one dropped) or replaced
 by another sample's answer, chosen with a fixed seed, so every scorer path runs
-and the grammar cache sees about 1,700 distinct texts.
+and the grammar cache sees about 1,700 distinct texts (1,708 answers).
 
 The clock starts before `parallelbench.scoring` is imported, so the figure includes
 loading rouge-score, sacrebleu, Harper and the MiniLM model, as a fresh

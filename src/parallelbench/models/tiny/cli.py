@@ -108,12 +108,15 @@ def accuracy(
     seed: int = typer.Option(0, "--seed"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     markdown_out: Optional[Path] = typer.Option(None, "--markdown", help="Also write the table as Markdown here."),
+    split: str = typer.Option("test", "--split", help="test (the benchmark's test sets) or validation (the stream checkpoints are selected on, disjoint from the tests; --limit samples per task, default 100)."),
 ) -> None:
     """Accuracy per task, greedy: 1 token/step most-confident-first (judged against the
     targets), and 1 and 2 tokens/step in random order (the parallel-decoding drop).
 
-    Example: parallelbench tiny accuracy --json --limit 20
+    Example: parallelbench tiny accuracy --json --limit 20 --split test
     """
+    if split not in ("test", "validation"):
+        raise typer.BadParameter(f"{split!r} is not a split; use test or validation", param_hint="--split")
     from parallelbench.models.tiny import evaluate as ev
 
     task_ids = [t.strip() for t in tasks.split(",")] if tasks else ev.TABLE_TASKS
@@ -126,7 +129,7 @@ def accuracy(
     from parallelbench.models.tokenizer import UnknownWordsError
 
     try:
-        rows = ev.accuracy_table(model, task_ids, limit=limit, seed=seed,
+        rows = ev.accuracy_table(model, task_ids, limit=limit, seed=seed, split=split,
                                  progress=None if as_json else (lambda r: console.print(f"  {r.task}: {r.acc_conf:.1%} | {r.acc_k1:.1%} / {r.acc_k2:.1%}")))
     except UnknownWordsError as exc:
         _fail(f"{exc} (--tasks picks tasks; this model folder was trained on fewer tasks)")
