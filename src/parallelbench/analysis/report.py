@@ -1,6 +1,7 @@
 """`write_report`: one self-contained HTML page (plotly.js and CSS inlined, works offline).
 
 Sections: leaderboard, speed-quality trade-off with the oracle, per-task panels, task map,
+chain-of-thought vs direct runs (when a `<task>-cot` task was run),
 failure browser, and the static figures (PNG + SVG) written beside the page. A section
 without the data it needs says which runs would fill it instead of failing.
 """
@@ -17,6 +18,7 @@ from parallelbench.analysis import figures
 from parallelbench.analysis.curves import curves
 from parallelbench.analysis.failures import failures_html, find_failures
 from parallelbench.analysis.aup import aup_by_task
+from parallelbench.analysis.cot import cot_comparison
 from parallelbench.analysis.leaderboard import curves_from_points, rank, threshold_name
 
 # The report's headline columns PB90..PB60: tokens per step sustained at >= 90/80/70/60 % accuracy.
@@ -114,6 +116,31 @@ def _aup_section(aups: pd.DataFrame) -> str:
         f'<table id="aup"><thead><tr><th class="name">strategy</th><th>AUP (task avg)</th>{head}</tr></thead>'
         f'<tbody>{"".join(rows)}</tbody></table>'
     )
+
+
+def _cot_section(cot: pd.DataFrame) -> str:
+    """CoT and direct runs of the same model and strategy setting, with what each spent."""
+    intro = (
+        '<p class="help">Each <code>&lt;task&gt;-cot</code> run beside the direct task with the same model and strategy '
+        "setting: accuracy, and the mean generated tokens and forward passes (NFE) per sample. The paper finds CoT "
+        "keeps accuracy up under parallel decoding at about 8x the output tokens (appendix on CoT prompting). "
+        "&ndash; : no direct run of that setting.</p>"
+    )
+    rows = []
+    for _, r in cot.iterrows():
+        rows.append(
+            f'<tr><td class="name">{_shown(r["model"])}</td><td class="name">{_shown(r["task"])}</td>'
+            f'<td class="name">{_shown(r["config"])}</td>'
+            f'{_fmt(r["direct_accuracy"], 1)}{_fmt(r["cot_accuracy"], 1)}'
+            f'{_fmt(r["direct_tokens"], 1)}{_fmt(r["cot_tokens"], 1)}{_fmt(r["direct_nfe"], 1)}{_fmt(r["cot_nfe"], 1)}'
+            f'{_fmt(r["direct_n"], 0)}{_fmt(r["cot_n"], 0)}</tr>'
+        )
+    head = (
+        '<tr><th class="name">model</th><th class="name">task</th><th class="name">strategy</th>'
+        "<th>direct acc. (%)</th><th>CoT acc. (%)</th><th>direct tokens</th><th>CoT tokens</th>"
+        "<th>direct NFE</th><th>CoT NFE</th><th>direct n</th><th>CoT n</th></tr>"
+    )
+    return intro + f'<table id="cot"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def _leaderboard_section(averaged: pd.DataFrame, thresholds, aups: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
@@ -247,7 +274,9 @@ def _files_section(written: list[Path], out_dir: Path) -> str:
 
 
 def export_curves(averaged: pd.DataFrame, per_task: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """`curves/<model>/<strategy>.csv` with task,tps,accuracy (+ `avg` rows): `parallelbench leaderboard --curves` input."""
+    """`curves/<model>/<strategy>.csv` with task,tps,accuracy,ci_low,ci_high,n (+ `avg` rows):
+    `parallelbench leaderboard --curves` input; ci_low/ci_high bound the 95% interval of the accuracy (%)
+    and n counts its samples (summed over tasks on `avg` rows)."""
     written = []
     folders = figures.file_names(per_task["model"].unique()) if len(per_task) else {}
     stems = {m: figures.file_names(g["curve"].unique(), figures.file_stem) for m, g in per_task.groupby("model")}
@@ -255,8 +284,9 @@ def export_curves(averaged: pd.DataFrame, per_task: pd.DataFrame, out_dir: Path)
         folder = Path(out_dir) / "curves" / folders[model]
         folder.mkdir(parents=True, exist_ok=True)
         avg = averaged[(averaged["model"] == model) & (averaged["curve"] == curve)]
+        columns = ["task", "tps", "accuracy", "ci_low", "ci_high", "n"]
         table = pd.concat(
-            [group[["task", "tps", "accuracy"]].sort_values(["task", "tps"]), avg[["tps", "accuracy"]].assign(task="avg")[["task", "tps", "accuracy"]]]
+            [group.reindex(columns=columns).sort_values(["task", "tps"]), avg.assign(task="avg").reindex(columns=columns)]
         )
         path = folder / f"{stems[model][curve]}.csv"
         table.to_csv(path, index=False)
@@ -291,6 +321,10 @@ def build_report(
     if len(aups):
         aups.to_csv(out_dir / "aup.csv", index=False)
         written.append(out_dir / "aup.csv")
+    cot = cot_comparison(frame)  # only runs of `<task>-cot` tasks add this section
+    if len(cot):
+        cot.to_csv(out_dir / "cot.csv", index=False)
+        written.append(out_dir / "cot.csv")
 
     def counted(column: str, noun: str) -> str:
         n = int(frame[column].nunique()) if column in frame and len(frame) else 0
@@ -311,6 +345,8 @@ def build_report(
         ("failures", "Failure browser", _failures_section(frame)),
         ("files", "Figures and data files", _files_section(written, out_dir)),
     ]
+    if len(cot):  # before the failure browser and the file list
+        sections.insert(len(sections) - 2, ("cot-section", "Chain-of-thought vs direct", _cot_section(cot)))
     body = "".join(f'<section id="{sid}"><h2>{title}</h2>{content}</section>' for sid, title, content in sections)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     page = (

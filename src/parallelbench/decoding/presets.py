@@ -100,6 +100,7 @@ class ConfidenceThreshold(Strategy):
     """Fast-dLLM threshold: every candidate with confidence above gamma, else the single best."""
 
     Options = ThresholdOptions
+    reads_decision_confidence = True
 
     def check_options(self) -> None:
         super().check_options()
@@ -107,7 +108,8 @@ class ConfidenceThreshold(Strategy):
             raise option_error("threshold", self.options.threshold, "(0, 1]")
 
     def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
-        return selection.threshold(view.confidence, view.candidates, self.options.threshold, scores)
+        # decide on the noise-free confidence, break fallback ties by the (noisy) scores
+        return selection.threshold(view.decision_confidence, view.candidates, self.options.threshold, scores)
 
 
 @dataclass
@@ -120,6 +122,7 @@ class ConfidenceFactor(Strategy):
     """Fast-dLLM factor rule (appendix E): the largest n with (n + 1)(1 - c_n) < f, at least 1."""
 
     Options = FactorOptions
+    reads_decision_confidence = True
 
     def check_options(self) -> None:
         super().check_options()
@@ -127,7 +130,8 @@ class ConfidenceFactor(Strategy):
             raise option_error("factor", self.options.factor, "> 0")
 
     def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
-        return selection.factor(view.confidence, view.candidates, self.options.factor)
+        count = selection.factor_count(view.decision_confidence, view.candidates, self.options.factor)
+        return selection.top_k(view.confidence, view.candidates, count)
 
 
 @dataclass
@@ -171,6 +175,7 @@ class Klass(Strategy):
     and whose confidence exceeds `threshold`; otherwise the single most confident."""
 
     Options = KlassOptions
+    reads_decision_confidence = True
 
     def check_options(self) -> None:
         super().check_options()
@@ -200,5 +205,5 @@ class Klass(Strategy):
             st["prev_log_probs"] = view.log_probs
         st["stable"] = torch.where(same, st["stable"] + 1, torch.ones_like(st["stable"]))
         st["prev_token"] = x0
-        chosen = view.candidates & (st["stable"] >= o.stable_steps) & (view.confidence > o.threshold)
+        chosen = view.candidates & (st["stable"] >= o.stable_steps) & (view.decision_confidence > o.threshold)
         return Decision(commit=selection.with_fallback(chosen, view.confidence, view.candidates))

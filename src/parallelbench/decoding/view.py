@@ -23,6 +23,7 @@ class Decision:
     commit: torch.Tensor  # [b, G] bool, a subset of the masked positions
     tokens: torch.Tensor | None = None  # [b, G] ids used where commit is True (default: view.x0)
     remask: torch.Tensor | None = None  # [b, G] bool, a subset of the committed positions
+    edit: torch.Tensor | None = None  # [b, G] bool: committed positions rewritten in place to `tokens`
     confidence: torch.Tensor | None = None  # [b, G] recorded for committed positions (default: view.confidence)
 
 
@@ -122,6 +123,16 @@ class StepView:
         if self.temperature <= 0:
             return torch.where(self.masked, self._top1[0], self.token_prob(self.canvas))
         return self.token_prob(self.x0)
+
+    @cached_property
+    def decision_confidence(self) -> torch.Tensor:
+        """[b, G] the confidence threshold rules compare: the model's noise-free confidence when it
+        supplies one under greedy decoding (the ideal model, whose noise only orders tied
+        positions), else `confidence`."""
+        clean = self.aux.get("noise_free_confidence")
+        if clean is None or self.temperature > 0:
+            return self.confidence
+        return torch.where(self.masked, clean.to(self.device), self.confidence.double())
 
     @cached_property
     def margin(self) -> torch.Tensor:

@@ -64,7 +64,9 @@ class IdealBenchModel:
 
         from parallelbench import __version__
 
-        return {"parallelbench": __version__, "torch": torch.__version__, "ideal_noise_std": str(self.noise_std)}
+        return {"parallelbench": __version__, "torch": torch.__version__, "ideal_noise_std": str(self.noise_std),
+                # thresholds decide on the noise-free confidence (issue 20): rows decoded before differ
+                "ideal_thresholds": "noise-free"}
 
     def _answers(self, sample: "Sample") -> list[str]:
         from parallelbench.tasks import valid_answers
