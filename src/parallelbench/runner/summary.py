@@ -80,7 +80,8 @@ def print_summary(frame: "pd.DataFrame", console: "Console") -> None:
         title = f"{display_name(model)}: accuracy ± 95% half-width · tokens per step ({samples}{int(rows['rows'].sum())} rows)"
         width = CELL_WIDTH + (0 if uniform else 7)
         label_width = max(len("strategy config"), *(len(display_name(x)) for x in labels))
-        wide = label_width + 3 + (len(tasks) + 1) * (max(width, *(len(short[t]) for t in tasks)) + 3) + 1
+        columns = len(tasks) + (1 if len(tasks) > 1 else 0)
+        wide = label_width + 3 + columns * (max(width, *(len(short[t]) for t in tasks)) + 3) + 1
         if wide <= console.width:
             _print_configs_by_task(console, title, labels, tasks, short, grid, means)
         else:
@@ -115,9 +116,11 @@ def _print_configs_by_task(console, title, labels, tasks, short, grid, means) ->
     table.add_column("strategy config", style="bold", no_wrap=True)
     for t in tasks:
         table.add_column(Text(short[t]), justify="right", no_wrap=True)
-    table.add_column("mean", justify="right", style="bold", no_wrap=True)
+    several = len(tasks) > 1  # one task: its column is the mean
+    if several:
+        table.add_column("mean", justify="right", style="bold", no_wrap=True)
     for label in labels:
-        table.add_row(Text(display_name(label)), *(grid[label, t] for t in tasks), means[label])
+        table.add_row(Text(display_name(label)), *(grid[label, t] for t in tasks), *([means[label]] if several else []))
     console.print(table)
 
 
@@ -138,7 +141,8 @@ def _print_tasks_by_config(console, title, labels, tasks, short, grid, means, ce
             table.add_column(Text(display_name(label), overflow="fold"), justify="right", overflow="fold", width=cell_width)
         for t in tasks:
             table.add_row(Text(short[t]), *(grid[label, t] for label in chunk))
-        table.add_row(Text("mean", style="bold"), *(means[label] for label in chunk), end_section=False)
+        if len(tasks) > 1:
+            table.add_row(Text("mean", style="bold"), *(means[label] for label in chunk), end_section=False)
         console.print(table)
 
 
