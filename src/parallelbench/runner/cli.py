@@ -6,7 +6,7 @@ Heavy imports (torch, ray, pandas) happen inside the commands so `--help` stays 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import typer
 
@@ -235,10 +235,17 @@ def results(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Only these models (comma-separated specs)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help="Only these tasks: ids, families (waiting_line), categories or paper, comma-separated."),
     all_versions: bool = typer.Option(False, "--all-versions", help="Also rows of older model, data or strategy versions (not reused by `run`), each model labelled with its versions."),
+    compare: Optional[Tuple[str, str]] = typer.Option(
+        None, "--compare", metavar="A B",
+        help="Paired difference A − B on the samples both configs decoded, with its 95% interval and p-value. "
+             "Name a config as the table lists it, e.g. 'confidence-topk[k=2]', adding @MODEL when several models ran it.",
+    ),
 ) -> None:
-    """Print accuracy and tokens per step per task and strategy config.
+    """Print accuracy ± 95% half-width and tokens per step per task and strategy config, or compare two configs.
 
     Example: parallelbench results --db parallelbench.db --model tiny --all-versions
+
+    Example: parallelbench results --compare 'confidence-topk[k=2]' 'random[k=2]'
     """
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
@@ -287,6 +294,9 @@ def results(
             soft_wrap=True,
         )
         return
+    if compare and all(compare):
+        _print_comparison(selected, compare, console)
+        return
     legend: dict[str, str] = {}
     if all_versions:
         selected = selected.copy()
@@ -295,6 +305,20 @@ def results(
     for label, desc in legend.items():
         if any(m.endswith(f"[{label}]") for m in selected["model"].unique()):
             console.print(f"[dim]{escape(label)}: {escape(desc)}[/dim]", soft_wrap=True, highlight=False)
+
+
+def _print_comparison(frame, names: tuple[str, str], console) -> None:
+    from rich.markup import escape
+
+    from parallelbench.runner.compare import CompareError, compare, describe
+
+    try:
+        comparison = compare(frame, *names)
+    except CompareError as exc:
+        _fail(str(exc))
+        return
+    for line in describe(comparison):
+        console.print(escape(line), soft_wrap=True, highlight=False)
 
 
 def _versioned(model: str, versions_json: str, legend: dict[str, str]) -> str:
