@@ -184,13 +184,16 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
         _fail(f"nothing ran: every task was skipped ({skipped}); pick tasks the model can decode")
     db_path = result.db.resolve()
     report_path = _write_report(db_path, Path(spec.out), console) if report else None
+    from parallelbench.runner.store import ResultsStore
+
+    with ResultsStore(db_path, create=False) as store:
+        frame = store.frame()
+    frame = frame[frame["model"].isin(result.models)]
     if report_path is None:
-        from parallelbench.runner.store import ResultsStore
         from parallelbench.runner.summary import print_summary
 
-        with ResultsStore(db_path, create=False) as store:
-            frame = store.frame()
-        print_summary(frame[frame["model"].isin(result.models)], console)
+        print_summary(frame, console)
+    _print_precision(frame, console)
     console.print(
         f"[bold]results database:[/bold] {db_path}  ({result.rows_added} rows added, "
         f"{result.rows_skipped} already there, {result.wall_time:.1f} s)"
@@ -203,6 +206,17 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
 
         console.print(f"[bold red]{escape(result.failure_line())}[/bold red]", soft_wrap=True, highlight=False)
         raise typer.Exit(1)
+
+
+def _print_precision(frame, console) -> None:
+    """How many samples each accuracy point has and how wide its 95% interval is (issue 20)."""
+    from rich.markup import escape
+
+    from parallelbench.analysis.curves import task_points
+    from parallelbench.analysis.uncertainty import precision_line
+
+    if len(frame):
+        console.print(f"[bold]precision:[/bold] {escape(precision_line(task_points(frame)))}", soft_wrap=True, highlight=False)
 
 
 def _write_report(db_path: Path, out_dir: Path, console) -> Path | None:
