@@ -28,7 +28,7 @@ def leaderboard(
         None, "--curves", help="Folder of external curves: one <strategy-id>.csv per strategy with columns task,tps,accuracy (percent); rows with task 'avg' are ranked."
     ),
     db: Path = typer.Option(DEFAULT_DB, "--db", help="Results database to rank when --curves is not given."),
-    thresholds: str = typer.Option("80,75,70", "--thresholds", help="Comma-separated accuracy thresholds in percent."),
+    thresholds: str = typer.Option("90,80,70,60", "--thresholds", help="Comma-separated accuracy thresholds in percent."),
     as_json: bool = typer.Option(False, "--json", help="Print {strategy: {threshold: tokens per step}} as JSON."),
 ) -> None:
     """Rank strategies by the most tokens per step they sustain above each accuracy threshold, with AUP beside it.

@@ -194,6 +194,10 @@ def decode(
         tokens = view.x0 if decision.tokens is None else decision.tokens
         conf = view.confidence if decision.confidence is None else decision.confidence
         new_gen = torch.where(commit, tokens, gen)
+        if decision.edit is not None:  # token-to-token edits of committed positions (edit-threshold)
+            edit = decision.edit & ~masked & editable
+            new_gen = torch.where(edit, tokens, new_gen)
+            order = torch.where(edit, t, order)
         masked = masked & ~commit
         order = torch.where(commit, t, order)
         commit_conf = torch.where(commit, conf.float(), commit_conf)

@@ -195,6 +195,10 @@ _BUILTIN_MODULES = (
     "parallelbench.decoding.schedules.slowfast",
     "parallelbench.decoding.schedules.wino",
     "parallelbench.decoding.schedules.apd",
+    "parallelbench.decoding.schedules.pc_sampler",
+    "parallelbench.decoding.schedules.edit_threshold",
+    "parallelbench.decoding.schedules.prophet",
+    "parallelbench.decoding.schedules.credit",
     "parallelbench.decoding.remasking",
     "parallelbench.decoding.schedules.medusa",
 )

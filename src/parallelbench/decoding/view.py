@@ -23,6 +23,7 @@ class Decision:
     commit: torch.Tensor  # [b, G] bool, a subset of the masked positions
     tokens: torch.Tensor | None = None  # [b, G] ids used where commit is True (default: view.x0)
     remask: torch.Tensor | None = None  # [b, G] bool, a subset of the committed positions
+    edit: torch.Tensor | None = None  # [b, G] bool: committed positions rewritten in place to `tokens`
     confidence: torch.Tensor | None = None  # [b, G] recorded for committed positions (default: view.confidence)
 
 
