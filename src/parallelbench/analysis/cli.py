@@ -64,6 +64,11 @@ def leaderboard(
         per_task, averaged = build_curves(frame)
         ranked = rank(curves_from_points(averaged), levels)
         source = str(db)
+        if not as_json and len(ranked):
+            from parallelbench.analysis.ranking import headline_intervals, with_intervals
+
+            ranked = with_intervals(ranked, headline_intervals(frame, levels, with_aup=False),
+                                    [threshold_name(t) for t in levels])
     if as_json:
         typer.echo(json.dumps(table_json(ranked, levels), indent=2))
         return
@@ -89,10 +94,13 @@ def leaderboard(
     for i, row in ranked.iterrows():
         value = aup_of.get(row["strategy"])
         shown = "–" if value is None or value != value else f"{value:.1f}"
-        table.add_row(str(i + 1), escape(display_name(row["strategy"])), escape(display_name(row["kind"])),
-                      *(f"{row[n]:.2f}" for n in names), shown)
+        table.add_row("=1" if bool(row.get("tied", False)) else str(i + 1), escape(display_name(row["strategy"])),
+                      escape(display_name(row["kind"])), *(_headline(row, n) for n in names), shown)
     console = Console()
     console.print(table)
+    if "tied" in ranked:
+        console.print("[dim]brackets: 95% interval (bootstrap over samples); ≈ and =1: the interval overlaps the "
+                      "leader's, so the order is not established by these samples[/dim]", soft_wrap=True)
     task_columns = [c for c in aups.columns if c.startswith("AUP ")]
     if task_columns:
         per = Table(title="AUP per task (accuracy under parallelism, d3LLM leaderboard definition; y_max over the rows shown)")
@@ -102,6 +110,15 @@ def leaderboard(
         for _, row in aups.iterrows():
             per.add_row(escape(display_name(row["strategy"])), *("–" if row[c] != row[c] else f"{row[c]:.1f}" for c in task_columns))
         console.print(per)
+
+
+def _headline(row, name: str) -> str:
+    """`2.00 [1.00–4.00]≈`: the headline, its interval when known, ≈ when tied with the leader."""
+    low = row.get(f"{name}_ci_low", float("nan"))
+    if low != low:
+        return f"{row[name]:.2f}"
+    tied = "≈" if bool(row.get(f"{name}_tied", False)) else ""
+    return f"{row[name]:.2f} [{low:.2f}–{row[f'{name}_ci_high']:.2f}]{tied}"
 
 
 def report(
