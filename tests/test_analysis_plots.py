@@ -47,8 +47,10 @@ def test_tradeoff_and_panels_use_a_log2_axis_with_power_of_two_ticks(frame):
     _, oracle = oracle_points(frame)
     model = averaged["model"].iloc[0]
     for fig in (plots.tradeoff_plot(averaged, oracle, model), plots.task_panels_plot(per_task, model)):
-        layout = json.loads(fig.to_json())["layout"]
-        xaxes = [v for k, v in layout.items() if k.startswith("xaxis")]
+        spec = json.loads(fig.to_json())
+        layout = spec["layout"]
+        used = {"xaxis" + t.get("xaxis", "x")[1:] for t in spec["data"] if t.get("x") is not None}
+        xaxes = [layout[k] for k in used]
         assert xaxes and all(a["type"] == "log" for a in xaxes)
         for axis in xaxes:
             ticks = axis["tickvals"]
@@ -65,10 +67,10 @@ def test_error_bars_come_from_interval_columns_and_only_then(frame):
     per_task, averaged = curves(frame)
     _, oracle = oracle_points(frame)
     model = averaged["model"].iloc[0]
-    bare = averaged.drop(columns=[c for c in ("ci_low", "ci_high") if c in averaged.columns])
-    plain = json.loads(plots.tradeoff_plot(bare, oracle, model).to_json())["data"]
+    bare = averaged.drop(columns=["ci_low", "ci_high"], errors="ignore")  # curves() now always adds them
+    plain = json.loads(plots.tradeoff_plot(bare, oracle.drop(columns=["ci_low", "ci_high"], errors="ignore"), model).to_json())["data"]
     assert all("error_y" not in t or not t["error_y"].get("array") for t in plain)
-    boxed = _with_intervals(bare)
+    boxed = _with_intervals(averaged)
     drawn = json.loads(plots.tradeoff_plot(boxed, oracle, model).to_json())["data"]
     curves_drawn = [t for t in drawn if t["marker"].get("symbol") != "star"]
     for trace in curves_drawn:
@@ -78,7 +80,7 @@ def test_error_bars_come_from_interval_columns_and_only_then(frame):
         up, down = np.asarray(err["array"], dtype=float), np.asarray(err["arrayminus"], dtype=float)
         if ys is not None:
             assert np.allclose(ys + up, np.minimum(ys + 10, 100)) and np.allclose(ys - down, np.maximum(ys - 10, 0))
-    panels = json.loads(plots.task_panels_plot(_with_intervals(per_task.drop(columns=[c for c in ("ci_low", "ci_high") if c in per_task.columns])), model).to_json())["data"]
+    panels = json.loads(plots.task_panels_plot(_with_intervals(per_task), model).to_json())["data"]
     assert all(t["error_y"]["array"] for t in panels)
     # static figures draw the same bars
     fig = figures.tradeoff_figure(boxed, oracle, model)
@@ -121,7 +123,7 @@ def test_taskmap_labels_never_overlap_and_stay_inside(frame):
             assert not a.overlaps(b)
         assert not any(a.overlaps(mk) for mk in markers)
     # accuracy level is the marker colour, on a fixed 0-100 scale with a colour bar
-    colours = [c for t in spec["data"] for c in t["marker"]["color"]]
+    colours = [c for t in spec["data"] if t.get("showlegend") is False for c in t["marker"]["color"]]
     assert sorted(colours) == sorted(CROWDED["accuracy"].tolist())
     assert any(t["marker"].get("showscale") for t in spec["data"])
     assert plots.taskmap_plot(CROWDED.assign(order_slope=np.nan)) is None
