@@ -20,6 +20,8 @@ from parallelbench.analysis.failures import failures_html, find_failures
 from parallelbench.analysis.aup import aup_by_task
 from parallelbench.analysis.cot import cot_comparison
 from parallelbench.analysis.leaderboard import curves_from_points, rank, threshold_name
+from parallelbench.analysis.ranking import headline_intervals, with_intervals
+from parallelbench.analysis.uncertainty import precision_line
 
 # The report's headline columns PB90..PB60: tokens per step sustained at >= 90/80/70/60 % accuracy.
 REPORT_THRESHOLDS = (90.0, 80.0, 70.0, 60.0)
@@ -37,7 +39,7 @@ header p{margin:0;color:#c9d1dc;font-size:13px}main{padding:8px 32px 48px;max-wi
 section{background:#fff;border-radius:8px;padding:14px 22px;margin:18px 0;box-shadow:0 1px 3px rgba(0,0,0,.08)}
 h2{font-size:19px;margin:6px 0 8px}h3{font-size:15px;margin:14px 0 6px}h4{margin:4px 0;font-size:13px}
 p.help{color:#4a5463;font-size:13px;margin:4px 0 10px}p.missing{color:#8a4b00;background:#fff6e5;padding:8px 12px;border-radius:6px}
-table{border-collapse:collapse;font-size:13px;margin:6px 0}th,td{padding:5px 10px;border-bottom:1px solid #e3e6ea;text-align:right}
+table{border-collapse:collapse;font-size:13px;margin:6px 0;display:block;max-width:100%;overflow-x:auto}th,td{padding:5px 10px;border-bottom:1px solid #e3e6ea;text-align:right}
 th{background:#eef1f4}td.name,th.name{text-align:left}td.kind{text-align:left;color:#4a5463}
 .summary span{display:inline-block;margin-right:18px;font-size:13px}
 .plot{min-height:420px;overflow-x:auto}.plot.taskmap{min-height:560px}p.definition{font-size:12px;max-width:660px}.side-by-side{display:grid;grid-template-columns:1fr 1fr;gap:12px}
@@ -48,6 +50,7 @@ th{background:#eef1f4}td.name,th.name{text-align:left}td.kind{text-align:left;co
 .colourbar .ramp{display:inline-block;width:160px;height:10px;border-radius:3px}
 p.meta{font-size:12px;color:#4a5463;margin:2px 0 6px}details summary{cursor:pointer;font-weight:600;margin:8px 0}
 ul.files{font-size:13px;columns:2}code{font-size:12px}
+span.ci{font-size:11px;color:#6a7483}td.tied{background:#fff8dc}p.precision{font-size:13px;margin:8px 0 2px}
 """
 
 
@@ -143,12 +146,24 @@ def _cot_section(cot: pd.DataFrame) -> str:
     return intro + f'<table id="cot"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def _leaderboard_section(averaged: pd.DataFrame, thresholds, aups: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
+def _ci_cell(value: float, low: float, high: float, tied: bool, digits: int) -> str:
+    """A headline with its 95% interval underneath; tied-with-the-leader cells are marked."""
+    if value != value:
+        return "<td>–</td>"
+    interval = f'<br><span class="ci">{low:.{digits}f}–{high:.{digits}f}</span>' if low == low else ""
+    mark = ' class="tied" title="interval overlaps the leader\'s: tied"' if tied else ""
+    return f"<td{mark}>{value:.{digits}f}{'&thinsp;≈' if tied else ''}{interval}</td>"
+
+
+def _leaderboard_section(averaged: pd.DataFrame, thresholds, aups: pd.DataFrame | None = None,
+                         frame: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
     intro = (
         '<p class="help">Most tokens per step a strategy sustains while its task-averaged accuracy stays at or above each '
         "threshold. Operating points are walked from the lowest tokens per step upward; adaptive strategies interpolate "
         "linearly to the crossing, top-k strategies keep the last point above. 0 means even the slowest setting is below "
-        "the threshold. Higher is better.</p>"
+        "the threshold. Higher is better. Under each value: its 95% interval (bootstrap over samples, the same draws for "
+        "every strategy). ≈ marks strategies whose interval overlaps the leader's in that column: they are tied with it, "
+        "and the order among them is not established by these samples.</p>"
     )
     if len(averaged) == 0:
         return intro + _missing("No results yet: run at least one strategy at one or more parameter settings (parallelbench run)."), pd.DataFrame()
@@ -156,19 +171,27 @@ def _leaderboard_section(averaged: pd.DataFrame, thresholds, aups: pd.DataFrame 
     aup_of = dict(zip(aups["strategy"], aups["AUP"])) if aups is not None and len(aups) else {}
     table["AUP"] = [aup_of.get(s, float("nan")) for s in table["strategy"]]
     names = [threshold_name(t) for t in thresholds]
+    intervals = headline_intervals(frame, thresholds) if frame is not None and len(frame) else pd.DataFrame()
+    table = with_intervals(table, intervals, [*names, "AUP"])
     head = "".join(f'<th title="tokens per step sustained at accuracy ≥ {n}%">PB{n}</th>' for n in names)
     head += '<th title="accuracy under parallelism, averaged over tasks">AUP</th>'
     rows = []
     for i, row in table.iterrows():
-        cells = "".join(f"<td>{row[n]:.2f}</td>" for n in names) + _fmt(row["AUP"], 1)
+        cells = "".join(_ci_cell(row[n], row[f"{n}_ci_low"], row[f"{n}_ci_high"], bool(row[f"{n}_tied"]), 2) for n in names)
+        cells += _ci_cell(row["AUP"], row["AUP_ci_low"], row["AUP_ci_high"], bool(row["AUP_tied"]), 1)
+        rank_text = "=1" if bool(row["tied"]) else str(i + 1)
         rows.append(
-            f'<tr class="lb-row" data-strategy="{_shown(row["strategy"])}"><td>{i + 1}</td>'
+            f'<tr class="lb-row" data-strategy="{_shown(row["strategy"])}" data-tied="{str(bool(row["tied"])).lower()}"><td>{rank_text}</td>'
             f'<td class="name" title="{html.escape(display_name(row["strategy"], 400))}">{_shown(row["strategy"])}</td><td class="kind">{_shown(row["kind"])}</td>{cells}<td>{row["points"]}</td></tr>'
         )
     body = (
         f'<table id="leaderboard"><thead><tr><th>#</th><th class="name">strategy</th><th class="name">kind</th>{head}'
         f'<th>operating points</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
     )
+    tied = [str(s) for s, t in zip(table["strategy"], table["tied"]) if t]
+    if tied:
+        body += (f'<p class="help">Tied for first on PB{names[0]} (the ranking column): '
+                 f'{", ".join(_shown(s) for s in tied)}.</p>')
     return intro + body, table
 
 
@@ -314,7 +337,7 @@ def build_report(
     written = figures.write_figures(out_dir / "figures", per_task, averaged, oracle_avg, tmap, x_scale) if static_figures else []
     written += export_curves(averaged, per_task, out_dir)
     aups = aup_by_task(per_task)
-    leaderboard_html, table = _leaderboard_section(averaged, thresholds, aups)
+    leaderboard_html, table = _leaderboard_section(averaged, thresholds, aups, frame)
     if len(table):
         table.to_csv(out_dir / "leaderboard.csv", index=False)
         written.append(out_dir / "leaderboard.csv")
@@ -334,6 +357,9 @@ def build_report(
         f'<div class="summary">{counted("model", "model")}{counted("config", "strategy setting")}'
         f'{counted("task", "task")}{counted("sample_id", "sample")}'
         f"<span><b>{len(frame)}</b> result{'' if len(frame) == 1 else 's'}</span></div>"
+        f'<p class="precision" id="precision">{html.escape(precision_line(per_task)[0].upper() + precision_line(per_task)[1:])}. '
+        "Intervals are 95%: Wilson for 0/1 scores, a bootstrap over samples otherwise (clustered by sample when seeds "
+        "repeat); task averages combine the tasks' intervals.</p>"
     )
     sections = [
         ("summary", "Summary", summary),
