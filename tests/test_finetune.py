@@ -248,6 +248,7 @@ def test_lora_adapter_is_saved_with_the_paper_targets(lora_run) -> None:
     assert (out / "adapter_model.safetensors").exists()
     record = json.loads((out / "finetune.json").read_text())
     assert record["kind"] == "hf" and record["steps"] == 3 and record["config"]["grad_accum"] == 2
+    assert record["lora_mode"] == "modules"  # the stand-in calls its projection modules
 
 
 def test_lora_defaults_are_the_papers() -> None:
@@ -376,3 +377,34 @@ def test_lora_on_gpu_through_the_native_implementation(tmp_path: Path) -> None:
     assert tuned.versions()["dtype"] == "bfloat16"
     gens = tuned.generate(get_task("waiting_line/copy").samples(4), "confidence-topk", max_new_tokens=32)
     assert all(g.nfe > 0 for g in gens)
+
+
+def test_native_lora_in_weight_space_matches_the_merged_adapter(tmp_path: Path) -> None:
+    """The native implementation reads q/k/v weights directly, so LoRA trains in weight space;
+    the saved adapter, merged at load, gives the logits the trained model gave."""
+    pytest.importorskip("peft")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import native_ckpt as nc
+
+    from parallelbench.models.finetune.lora import LoraBackend
+
+    base = nc.write_checkpoint(tmp_path / "base", "llada", n_layers=1)
+    backend = LoraBackend(f"hf:{base}", {"device": "cpu"}, rank=4, alpha=8, dropout=0.0)
+    assert backend.mode == "weights"
+    ids = torch.tensor([backend.tok.encode_chat([{"role": "user", "content": "Copy the list : Susan Fox"}])
+                        + [backend.net.mask_id] * 4])
+    plain = backend.net(ids).clone()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, p in backend.peft.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0.0, 0.5)
+    backend.train_mode(False)
+    trained = backend.net(ids)
+    assert not torch.allclose(plain, trained)
+    backend.export(tmp_path / "adapter", {"base": f"hf:{base}", "base_fingerprint": backend.fingerprint,
+                                          "tasks": ["waiting_line/copy"]})
+    loaded = load_model(f"hf:{base}", device="cpu", adapter=str(tmp_path / "adapter"))
+    assert torch.allclose(loaded.net(ids), trained, atol=1e-4, rtol=1e-4)

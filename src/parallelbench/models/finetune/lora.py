@@ -11,6 +11,12 @@ LoRA goes on the query, key and value projections: the modules named q_proj, k_p
 v_proj (the published LLaDA and Dream layouts; Dream nests them under self_attn), or q, k
 and v inside each block of the native implementation. On a GPU the base stays in bf16 and the
 adapter weights in fp32 under bf16 autocast.
+
+A model that reads its projection weights directly instead of calling the modules (the
+native implementation passes `q.weight` to one compiled function per layer part) would
+never run peft's LoRA branch; there the adapter is applied in weight space,
+W + (alpha / r) B A, through a parametrization of the base weight (same adapter, same
+saved format; LoRA dropout has no weight-space form and is not applied).
 """
 
 from __future__ import annotations
@@ -61,6 +67,21 @@ def train_logits(net: Any, canvas: torch.Tensor, attention: torch.Tensor) -> tor
     return net.finish_logits(net.full_logits(canvas, attention))
 
 
+class _WeightDelta(torch.nn.Module):
+    """Parametrization W -> W + scaling * B @ A with the LoRA matrices of a peft layer."""
+
+    def __init__(self, layer: Any, adapter: str):
+        super().__init__()
+        object.__setattr__(self, "_layer", layer)  # a reference, not a submodule: the layer owns this weight
+        self.adapter = adapter
+
+    def forward(self, weight: torch.Tensor) -> torch.Tensor:
+        layer = self._layer
+        a = layer.lora_A[self.adapter].weight
+        b = layer.lora_B[self.adapter].weight
+        return weight + (b @ a * layer.scaling[self.adapter]).to(weight.dtype)
+
+
 class LoraBackend:
     def __init__(self, spec: str, options: dict, *, rank: int, alpha: int, dropout: float):
         from parallelbench.models.registry import load_model
@@ -88,11 +109,41 @@ class LoraBackend:
                             bias="none")
         self.peft = get_peft_model(model, config)
         net.model = self.peft
+        self.mode = "modules"
+        if self._reads_weights_directly():
+            self._apply_in_weight_space()
+            self.mode = "weights"
         self.autocast = self.net.device.type == "cuda"
         self.tok = self.text.tokenizer
         self.eos_id = int(net.eos_id)
         pad = getattr(net, "pad_id", None)
         self.pad_id = int(pad) if pad is not None else self.eos_id
+
+    def _lora_layers(self) -> list[Any]:
+        from peft.tuners.lora import LoraLayer
+
+        return [m for m in self.peft.modules() if isinstance(m, LoraLayer)]
+
+    def _reads_weights_directly(self) -> bool:
+        """True when a forward pass never calls the LoRA-wrapped modules."""
+        called: list[bool] = []
+        hooks = [m.register_forward_hook(lambda *_: called.append(True)) for m in self._lora_layers()]
+        try:
+            ids = torch.full((1, 4), int(self.net.mask_id), dtype=torch.long, device=self.net.device)
+            with torch.no_grad():
+                train_logits(self.net, ids, torch.ones_like(ids, dtype=torch.bool))
+        finally:
+            for h in hooks:
+                h.remove()
+        return not called
+
+    def _apply_in_weight_space(self) -> None:
+        from torch.nn.utils import parametrize
+
+        for layer in self._lora_layers():
+            adapter = layer.active_adapters[0]
+            parametrize.register_parametrization(layer.get_base_layer(), "weight", _WeightDelta(layer, adapter),
+                                                 unsafe=True)
 
     # -- data
     def encode(self, sample: Any, task: Any) -> Example:
