@@ -112,6 +112,15 @@ def test_tiny_finetune_loads_as_tiny_dir_and_decodes(tiny_run) -> None:
     assert changed  # the weights moved
 
 
+def test_tiny_dir_runs_through_parallelbench_run(tiny_run, tmp_path: Path, monkeypatch) -> None:
+    out, _, _ = tiny_run
+    monkeypatch.chdir(tmp_path)  # `run` keeps its results under the current folder
+    result = runner.invoke(app, ["run", "--model", f"tiny:{out}", "--tasks", "waiting_line/sort", "--limit", "2",
+                                 "--strategy", "confidence-topk", "--k", "1"])
+    _ok(result)
+    assert "2 rows added" in " ".join(result.output.split())
+
+
 def test_output_says_the_split_was_checked_and_dumps_jsonl(tiny_run) -> None:
     _, data, result = tiny_run
     said = " ".join(result.output.split())
