@@ -417,3 +417,44 @@ def test_native_lora_in_weight_space_matches_the_merged_adapter(tmp_path: Path) 
                                           "tasks": ["waiting_line/copy"]})
     loaded = load_model(f"hf:{base}", device="cpu", adapter=str(tmp_path / "adapter"))
     assert torch.allclose(loaded.net(ids), trained, atol=1e-4, rtol=1e-4)
+
+
+def test_masked_diffusion_loss_never_masks_the_prompt_and_weights_by_one_over_t() -> None:
+    from parallelbench.models.finetune import lora
+    from parallelbench.models.tiny.data import Example, collate
+
+    class FakeNet:
+        mask_id, device = 1, torch.device("cpu")
+
+        def __init__(self):
+            self.table = torch.nn.Parameter(torch.randn(12, 12, generator=torch.Generator().manual_seed(0)))
+            self.seen: list[torch.Tensor] = []
+
+        def full_logits(self, canvas, attention):
+            self.seen.append(canvas.clone())
+            return self.table[canvas]
+
+        def finish_logits(self, raw):
+            return raw
+
+    net = FakeNet()
+    examples = [Example([5, 6, 7], [8, 9, 2, 2], [True] * 4, 0), Example([5, 6], [9, 8, 8, 2], [True] * 4, 0)]
+    batch = collate(examples, pad_id=0)
+    masked = 0
+    for seed in range(200):
+        gen = torch.Generator().manual_seed(seed)
+        loss = lora.masked_diffusion_loss(net, batch, gen)
+        canvas = net.seen[-1]
+        assert not (canvas[~batch["answer"]] == 1).any()  # prompt and padding untouched
+        masked += int((canvas == 1).sum())
+        # recompute: the same draws, cross-entropy on masked answer tokens weighted 1/t, per answer length
+        gen = torch.Generator().manual_seed(seed)
+        t = (1 - lora.T_EPS) * (1 - torch.rand(2, generator=gen)) + lora.T_EPS
+        noise = (torch.rand(batch["canvas"].shape, generator=gen) < t[:, None]) & batch["maskable"]
+        ce = torch.nn.functional.cross_entropy(net.table[canvas][noise], batch["canvas"][noise], reduction="none")
+        rows = noise.nonzero()[:, 0]
+        expected = torch.stack([(ce[rows == r] / t[r]).sum() / 4 for r in range(2)]).mean()
+        assert torch.allclose(loss, expected)
+    assert 0.3 < masked / (200 * 8) < 0.7  # E[t] = 1/2 of the 8 answer positions
+    loss.backward()
+    assert net.table.grad is not None

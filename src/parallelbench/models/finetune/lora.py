@@ -61,7 +61,7 @@ def train_logits(net: Any, canvas: torch.Tensor, attention: torch.Tensor) -> tor
 
     A net's `forward` runs under `torch.no_grad()`; the undecorated function behind it is
     the same computation (outside a decode session, so no KV cache is involved)."""
-    forward = getattr(type(net).forward, "__wrapped__", None)
+    forward = getattr(getattr(type(net), "forward", None), "__wrapped__", None)
     if forward is not None:
         return forward(net, canvas, attention_mask=attention)
     return net.finish_logits(net.full_logits(canvas, attention))
