@@ -388,9 +388,9 @@ def test_lora_on_gpu_through_the_native_implementation(tmp_path: Path) -> None:
     assert all(g.nfe > 0 for g in gens)
 
 
-def test_native_lora_in_weight_space_matches_the_merged_adapter(tmp_path: Path) -> None:
-    """The native implementation reads q/k/v weights directly, so LoRA trains in weight space;
-    the saved adapter, merged at load, gives the logits the trained model gave."""
+def test_native_lora_runs_through_peft_and_matches_the_merged_adapter(tmp_path: Path) -> None:
+    """The native blocks call their q/k/v modules once peft wraps them, so peft's own LoRA runs
+    (gradients reach the adapter); the saved adapter, merged at load, gives the trained logits."""
     pytest.importorskip("peft")
     import sys
 
@@ -401,7 +401,7 @@ def test_native_lora_in_weight_space_matches_the_merged_adapter(tmp_path: Path) 
 
     base = nc.write_checkpoint(tmp_path / "base", "llada", n_layers=1)
     backend = LoraBackend(f"hf:{base}", {"device": "cpu"}, rank=4, alpha=8, dropout=0.0)
-    assert backend.mode == "weights"
+    assert backend.mode == "modules"
     ids = torch.tensor([backend.tok.encode_chat([{"role": "user", "content": "Copy the list : Susan Fox"}])
                         + [backend.net.mask_id] * 4])
     plain = backend.net(ids).clone()

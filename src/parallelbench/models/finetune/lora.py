@@ -12,11 +12,11 @@ v_proj (the published LLaDA and Dream layouts; Dream nests them under self_attn)
 and v inside each block of the native implementation. On a GPU the base stays in bf16 and the
 adapter weights in fp32 under bf16 autocast.
 
-A model that reads its projection weights directly instead of calling the modules (the
-native implementation passes `q.weight` to one compiled function per layer part) would
-never run peft's LoRA branch; there the adapter is applied in weight space,
-W + (alpha / r) B A, through a parametrization of the base weight (same adapter, same
-saved format; LoRA dropout has no weight-space form and is not applied).
+A model that reads its projection weights directly instead of calling the modules would
+never run peft's LoRA branch (the native implementation calls its modules as soon as one is
+wrapped, so peft's LoRA runs there); for such a model the adapter is applied in weight space,
+W + (alpha / r) B A, through a parametrization of the base weight (same adapter, same saved
+format; LoRA dropout has no weight-space form and is not applied).
 """
 
 from __future__ import annotations

@@ -157,13 +157,30 @@ class Block(nn.Module):
         self.up = Linear(h, spec.ffn, bias=spec.other_bias)
         self.down = Linear(spec.ffn, h, bias=spec.other_bias)
 
+    def _wrapped(self, *names: str) -> bool:
+        """True when a projection is no longer our plain Linear (e.g. peft's LoRA wrapper): then the
+        modules are called, so whatever wraps them takes part (slower than the fused free functions)."""
+        return any(type(getattr(self, n)) is not Linear for n in names)
+
     def qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fn=qkv_part):
         n = self.attn_norm
+        if self._wrapped("q", "k", "v"):
+            b, length, _ = x.shape
+            y = rms_norm(x, n.weight, n.bias, n.eps)
+            q = self.q(y).view(b, length, self.heads, self.head_dim).transpose(1, 2)
+            k = self.k(y).view(b, length, self.kv_heads, self.head_dim).transpose(1, 2)
+            v = self.v(y).view(b, length, self.kv_heads, self.head_dim).transpose(1, 2)
+            return rotate(q, cos, sin), rotate(k, cos, sin), v
         return fn(x, n.weight, n.bias, n.eps, self.q.weight, self.q.bias, self.k.weight, self.k.bias,
                   self.v.weight, self.v.bias, cos, sin, self.heads, self.kv_heads)
 
     def mlp(self, x: torch.Tensor, att: torch.Tensor, fn=mlp_part) -> torch.Tensor:
         n = self.mlp_norm
+        if self._wrapped("o", "gate", "up", "down"):
+            b, length = x.shape[:2]
+            x = x + self.o(att.transpose(1, 2).reshape(b, length, -1))
+            y = rms_norm(x, n.weight, n.bias, n.eps)
+            return x + self.down(F.silu(self.gate(y)) * self.up(y))
         return fn(x, att, self.o.weight, self.o.bias, n.weight, n.bias, n.eps, self.gate.weight, self.gate.bias,
                   self.up.weight, self.up.bias, self.down.weight, self.down.bias)
 
