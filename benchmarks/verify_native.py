@@ -642,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.official:
         print("error: give --official DIR (or set PARALLELBENCH_OFFICIAL_CODE); see --help", file=sys.stderr)
-        return 2
+        return 77  # "cannot run here": the prerequisite (the official code) is absent
     official = Path(args.official)
     problem = official_dir_problem(official)
     if problem:
@@ -650,7 +650,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not Path(args.python).is_file():
         print(f"error: --python {args.python} does not exist; build the scratch venv (see --help)", file=sys.stderr)
-        return 2
+        return 77
     with tempfile.TemporaryDirectory(prefix="verify-native-") as tmp:
         work = Path(args.work) if args.work else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
