@@ -680,7 +680,7 @@ def verify(python: str, official: Path, work: Path, quick: bool, seed: int = 0,
 
     spec = make_spec(quick, seed)
     refs = run_driver(python, official, work, spec)
-    tensors = torch.load(work / "reference.pt")
+    tensors = torch.load(work / "reference.pt", weights_only=True)
     report = Report(versions=refs["versions"])
     report.notes.append(f"references from {python}: torch {refs['versions']['torch']}, transformers "
                         f"{refs['versions']['transformers']}")
