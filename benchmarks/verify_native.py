@@ -54,7 +54,7 @@ from typing import Any
 OFFICIAL_FILES = {
     "llada": ("llada/model/configuration_llada.py", "llada/model/modeling_llada.py"),
     "dream": ("dream/model/configuration_dream.py", "dream/model/modeling_dream.py",
-              "dream/model/generation_utils.py"),
+              "dream/model/generation_utils.py", "dream/model/tokenization_dream.py"),
     "generate": ("generate.py", "llada/generate.py"),
 }
 RAISING_PY = 'raise ImportError("verify_native: this checkpoint\'s own code must not be imported")\n'
@@ -99,12 +99,24 @@ def byte_tokenizer(specials):
     return tok
 
 
-def write_tokenizer(folder, specials, roles, template):
+def write_tokenizer(folder, specials, roles, template, custom_class=None):
+    """tokenizer.json (+ tokenizer_config.json); with `custom_class` also the slow tokenizer's
+    vocab.json / merges.txt and an auto_map naming the checkpoint's own tokenizer class, as Dream
+    publishes it (its tokenization_dream.py is copied beside it)."""
     tok = byte_tokenizer(specials)
     tok.save(str(folder / "tokenizer.json"))
     ids = {s: tok.token_to_id(s) for s in specials}
     cfg = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 4096, "chat_template": template,
            "clean_up_tokenization_spaces": False}
+    if custom_class:
+        vocab = json.loads(tok.to_str())["model"]["vocab"]
+        (folder / "vocab.json").write_text(json.dumps(vocab))
+        (folder / "merges.txt").write_text("#version: 0.2\n")
+        cfg["tokenizer_class"] = custom_class[1]
+        cfg["auto_map"] = {"AutoTokenizer": [custom_class[0] + "." + custom_class[1], None]}
+        cfg["added_tokens_decoder"] = {str(ids[s]): {"content": s, "lstrip": False, "normalized": False,
+                                                     "rstrip": False, "single_word": False, "special": True}
+                                       for s in specials}
     cfg.update({k: v for k, v in roles.items()})
     (folder / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2))
     (folder / "special_tokens_map.json").write_text(json.dumps(roles, indent=2))
@@ -204,7 +216,8 @@ def build_dream(name, shape):
     folder.mkdir(parents=True, exist_ok=True)
     ids = write_tokenizer(folder, DREAM_SPECIALS,
                           {"bos_token": "<|beginoftext|>", "eos_token": "<|endoftext|>",
-                           "pad_token": "<|endoftext|>", "mask_token": "<|mask|>"}, DREAM_TEMPLATE)
+                           "pad_token": "<|endoftext|>", "mask_token": "<|mask|>"}, DREAM_TEMPLATE,
+                          custom_class=("tokenization_dream", "DreamTokenizer"))
     sys.path.insert(0, str(official))
     from dream.model.configuration_dream import DreamConfig
     from dream.model.modeling_dream import DreamModel
@@ -224,7 +237,7 @@ def build_dream(name, shape):
     randomise(model, "lm_head.weight", None, shape["logit_scale"])
     model.to(torch.bfloat16).save_pretrained(folder, safe_serialization=True, max_shard_size=shape["shard"])
     copy_code(folder, ["dream/model/configuration_dream.py", "dream/model/modeling_dream.py",
-                       "dream/model/generation_utils.py"])
+                       "dream/model/generation_utils.py", "dream/model/tokenization_dream.py"])
     cfg = finish_config(folder, {"AutoConfig": "configuration_dream.DreamConfig",
                                  "AutoModel": "modeling_dream.DreamModel"}, {})
     (folder / "generation_config.json").write_text(json.dumps({
@@ -287,6 +300,12 @@ with torch.no_grad():
         rows = canvases(shape["vocab_size"], mask_id, spec["lengths"], spec["seed"] + 7)
         entry = {"folder": str(folder), "family": fam["family"], "mask_id": mask_id, "ids": ids,
                  "lengths": spec["lengths"]}
+        # the checkpoint's tokenizer as its users load it (Dream: its own class, remote code)
+        from transformers import AutoTokenizer
+        official_tok = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=True)
+        entry["tokenizer_class"] = type(official_tok).__name__
+        entry["chat_ids"] = [official_tok.apply_chat_template(m, add_generation_prompt=True, tokenize=True)
+                             for m in spec["chats"]]
         for i, r in enumerate(rows):
             tensors[f"{name}/canvas/{i}"] = r
         for dtype_name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
@@ -407,6 +426,9 @@ def make_spec(quick: bool, seed: int) -> dict[str, Any]:
         "lengths": [24, 17, 9] if quick else [40, 33, 21, 12, 5],
         "prompt_lengths": [5, 11] if quick else [3, 8, 13, 21],
         "generate_settings": settings,
+        "chats": [[{"role": "user", "content": "Copy the list: Susan Fox, Philip Gray."}],
+                  [{"role": "system", "content": "You are managing a waiting line."},
+                   {"role": "user", "content": "Who goes next? Anna Lee, 3 4"}]],
         # Fast-dLLM's loops, each without cache, with its prefix and with its dual cache:
         # (steps, gen_length, block_length, threshold or None for the steps schedule)
         "fastdllm_settings": [[8, 16, 8, None], [16, 16, 8, 0.9]] if quick else
@@ -589,6 +611,20 @@ def compare_logits(name: str, entry: dict[str, Any], tensors: dict[str, Any], re
                                    entry[f"official_padded_vs_alone_{key}"]))
 
 
+def compare_chat(name: str, entry: dict[str, Any], chats: list[Any], report: Report) -> None:
+    """Prompt ids from our tokenizer load against the checkpoint's tokenizer loaded as its users do."""
+    from parallelbench.models.registry import load_model
+
+    model = load_model(f"hf:{entry['folder']}", device="cpu", dtype="float32")
+    ours = [model.tokenizer.encode_chat(m) for m in chats]
+    same = sum(int(a == b) for a, b in zip(ours, entry["chat_ids"]))
+    row = Row(name, f"chat-template prompt ids = official tokenizer ({entry['tokenizer_class']})",
+              f"{same}/{len(chats)}", note="" if same == len(chats) else "MISMATCH")
+    if same != len(chats):
+        row.limit = 0.0
+    report.rows.append(row)
+
+
 def compare_generate(name: str, entry: dict[str, Any], report: Report) -> None:
     """Engine decodes on the same weights with the settings equivalent to LLaDA's generate():
     confidence-topk with `steps` split evenly over blocks of `block_length`, temperature 0."""
@@ -690,6 +726,7 @@ def verify(python: str, official: Path, work: Path, quick: bool, seed: int = 0,
         poisoned = poison_code(Path(entry["folder"]))
         report.notes.append(f"{name}: {', '.join(poisoned)} replaced with files that raise on import")
         compare_logits(name, entry, tensors, report, fp32_limit)
+        compare_chat(name, entry, spec["chats"], report)
         if "generate" in entry:
             compare_generate(name, entry, report)
     return report
