@@ -520,9 +520,10 @@ def _align(ours: Any, ref: Any, family: str) -> tuple[Any, Any]:
     return ours, ref
 
 
-def _merge_like(net: Any, ref: Any) -> Any:
+def _merge_like(net: Any, ref: Any, dtype: Any = None) -> Any:
     """Apply the net's documented end-token merge (log-sum-exp of the stop ids into EOS) to a
-    reference, so the comparison covers every vocabulary column."""
+    reference, so the comparison covers every vocabulary column; the merged column is rounded to
+    `dtype` as the net rounds it (a bf16 net returns bf16 logits)."""
     merge = list(getattr(net, "merge_ids", []) or [])
     if not merge:
         return ref
@@ -530,7 +531,8 @@ def _merge_like(net: Any, ref: Any) -> Any:
 
     ids = torch.tensor([int(net.eos_id), *merge])
     out = ref.clone()
-    out[..., int(net.eos_id)] = torch.logsumexp(ref.index_select(-1, ids), dim=-1)
+    merged = torch.logsumexp(ref.index_select(-1, ids), dim=-1)
+    out[..., int(net.eos_id)] = merged.to(dtype).float() if dtype is not None else merged
     out[..., ids[1:]] = float("-inf")
     return out
 
@@ -565,7 +567,8 @@ def compare_logits(name: str, entry: dict[str, Any], tensors: dict[str, Any], re
     for dtype_name, limit in (("float32", fp32_limit), ("bfloat16", bf16_limit)):
         model = load_model(f"hf:{folder}", device="cpu", dtype=dtype_name)
         net = model.net
-        refs = [_merge_like(net, tensors[f"{name}/{dtype_name}/alone/{i}"]) for i in range(n)]
+        refs = [_merge_like(net, tensors[f"{name}/{dtype_name}/alone/{i}"], getattr(torch, dtype_name))
+                for i in range(n)]
         with torch.no_grad():
             alone = [net.forward(r.unsqueeze(0))[0].float() for r in rows]
             worst_alone = max(_diff(*_align(a, ref, family)) for a, ref in zip(alone, refs))
@@ -588,7 +591,7 @@ def compare_logits(name: str, entry: dict[str, Any], tensors: dict[str, Any], re
         report.rows.append(Row(name, f"{tag} logits, left-padded batch vs official alone", worst_padded, padded_limit))
         report.rows.append(Row(name, f"{tag} logits, left-padded batch vs ours alone", worst_self, padded_limit))
         if dtype_name == "bfloat16":
-            fp32_refs = [_merge_like(net, tensors[f"{name}/float32/alone/{i}"]) for i in range(n)]
+            fp32_refs = [_merge_like(net, tensors[f"{name}/float32/alone/{i}"], torch.bfloat16) for i in range(n)]
             ctx = max(_diff(*_align(a, ref, family)) for a, ref in zip(alone, fp32_refs))
             ref_ctx = max(_diff(tensors[f"{name}/bfloat16/alone/{i}"], tensors[f"{name}/float32/alone/{i}"])
                           for i in range(n))
