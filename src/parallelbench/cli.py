@@ -43,19 +43,23 @@ def _mount() -> None:
     from parallelbench.analysis.cli import leaderboard, report
     from parallelbench.models.tiny.cli import app as tiny_app, train
     from parallelbench.models.medusa.cli import app as medusa_app
+    from parallelbench.models.finetune.cli import finetune
     from parallelbench.models.cli import app as models_app
     from parallelbench.integrations.cli import lm_eval_command
+    from parallelbench.decoding.cli import strategies
 
     app.add_typer(tasks_app, name="tasks")
     app.command("score")(score)
     app.add_typer(theory_app, name="theory")
     app.command("run")(run)
+    app.command("strategies")(strategies)
     app.add_typer(results_app, name="results")
     app.command("leaderboard")(leaderboard)
     app.command("report")(report)
     app.command("train")(train)
     app.add_typer(tiny_app, name="tiny")
     app.add_typer(medusa_app, name="medusa")
+    app.command("finetune")(finetune)
     app.add_typer(models_app, name="models")
     app.command(
         "lm-eval",

@@ -76,8 +76,8 @@ class RMSNorm(nn.Module):
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, eps: float) -> torch.Tensor:
-    xf = x.float()
-    y = weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+    """x * rsqrt(mean(x^2) + eps) in float32, cast back, times weight (F.rms_norm: one fused op on GPUs)."""
+    y = weight * F.rms_norm(x.float(), (x.shape[-1],), eps=eps).to(x.dtype)
     return y + bias if bias is not None else y
 
 
@@ -92,10 +92,13 @@ class Rotary(nn.Module):
         self.fp32 = fp32
 
     def tables(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin [B, 1, L, head_dim] for positions [B, L] (float32, or `dtype` when not fp32)."""
+        """cos and signed sin [B, 1, L, head_dim] for positions [B, L] (float32, or `dtype` when not fp32).
+
+        The sin table's first half is negated, so `rotate` needs only a roll of x (no negation)."""
         freqs = positions.to(torch.float32).unsqueeze(-1) * self.inv_freq.to(positions.device)
-        emb = torch.cat((freqs, freqs), dim=-1).unsqueeze(1)
-        cos, sin = emb.cos(), emb.sin()
+        cos = torch.cat((freqs, freqs), dim=-1).unsqueeze(1).cos()
+        sin = freqs.sin().unsqueeze(1)
+        sin = torch.cat((-sin, sin), dim=-1)  # the rotate-half sign folded in: see `rotate`
         if not self.fp32:
             cos, sin = cos.to(dtype), sin.to(dtype)
         return cos, sin
@@ -104,9 +107,8 @@ class Rotary(nn.Module):
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """RoPE in the precision of `cos` (float32 tables rotate in float32), result in x's dtype."""
     xr = x.to(cos.dtype)
-    half = xr.shape[-1] // 2
-    rotated = torch.cat((-xr[..., half:], xr[..., :half]), dim=-1)
-    return (xr * cos + rotated * sin).to(x.dtype)
+    # rotate-half: (x1, x2) -> (-x2, x1); the minus lives in the signed sin table, so a roll suffices
+    return (xr * cos + torch.roll(xr, xr.shape[-1] // 2, dims=-1) * sin).to(x.dtype)
 
 
 def qkv_part(x, norm_w, norm_b, eps: float, wq, bq, wk, bk, wv, bv, cos, sin, heads: int, kv_heads: int):
@@ -157,15 +159,29 @@ class Block(nn.Module):
         self.up = Linear(h, spec.ffn, bias=spec.other_bias)
         self.down = Linear(spec.ffn, h, bias=spec.other_bias)
 
-    def qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fn=qkv_part):
-        n = self.attn_norm
-        return fn(x, n.weight, n.bias, n.eps, self.q.weight, self.q.bias, self.k.weight, self.k.bias,
-                  self.v.weight, self.v.bias, cos, sin, self.heads, self.kv_heads)
+    def qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fn=None):
+        """Pre-attention through the submodules (so adapters wrapping q/k/v take part), or through
+        `fn` (a compiled `qkv_part`) with the weights as arguments."""
+        if fn is not None:
+            n = self.attn_norm
+            return fn(x, n.weight, n.bias, n.eps, self.q.weight, self.q.bias, self.k.weight, self.k.bias,
+                      self.v.weight, self.v.bias, cos, sin, self.heads, self.kv_heads)
+        b, length, _ = x.shape
+        y = self.attn_norm(x)
+        q = self.q(y).view(b, length, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k(y).view(b, length, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v(y).view(b, length, self.kv_heads, self.head_dim).transpose(1, 2)
+        return rotate(q, cos, sin), rotate(k, cos, sin), v
 
-    def mlp(self, x: torch.Tensor, att: torch.Tensor, fn=mlp_part) -> torch.Tensor:
-        n = self.mlp_norm
-        return fn(x, att, self.o.weight, self.o.bias, n.weight, n.bias, n.eps, self.gate.weight, self.gate.bias,
-                  self.up.weight, self.up.bias, self.down.weight, self.down.bias)
+    def mlp(self, x: torch.Tensor, att: torch.Tensor, fn=None) -> torch.Tensor:
+        if fn is not None:
+            n = self.mlp_norm
+            return fn(x, att, self.o.weight, self.o.bias, n.weight, n.bias, n.eps, self.gate.weight,
+                      self.gate.bias, self.up.weight, self.up.bias, self.down.weight, self.down.bias)
+        b, length = x.shape[:2]
+        x = x + self.o(att.transpose(1, 2).reshape(b, length, -1))
+        y = self.mlp_norm(x)
+        return x + self.down(F.silu(self.gate(y)) * self.up(y))
 
 
 class DiffusionTransformer(nn.Module):
@@ -181,11 +197,16 @@ class DiffusionTransformer(nn.Module):
         self.norm = RMSNorm(spec.hidden, spec.eps, spec.norm_bias)
         self.head = None if spec.tie else Linear(spec.hidden, spec.out_size, bias=spec.other_bias)
         self.rotary = Rotary(spec.head_dim, spec.rope_theta, spec.rope_fp32)
-        self._qkv_fn, self._mlp_fn = qkv_part, mlp_part
+        self._qkv_fn = self._mlp_fn = None  # eager: through the submodules
 
     def compile_parts(self) -> None:
         """torch.compile the per-layer pre-attention and MLP parts (fuses norm, RoPE, SiLU * up);
-        one compiled function serves every layer (weights are arguments)."""
+        one compiled function serves every layer (weights are arguments, so projections wrapped
+        by adapters such as LoRA would be bypassed: refused)."""
+        wrapped = [f"layers.{i}.{n}" for i, blk in enumerate(self.layers)
+                   for n in ("q", "k", "v", "o", "gate", "up", "down") if type(getattr(blk, n)) is not Linear]
+        if wrapped:
+            raise ValueError(f"compile=true needs plain projections; {wrapped[0]} is wrapped (an adapter?)")
         self._qkv_fn = torch.compile(qkv_part, dynamic=True)
         self._mlp_fn = torch.compile(mlp_part, dynamic=True)
 

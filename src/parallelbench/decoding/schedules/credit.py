@@ -1,0 +1,81 @@
+"""CreditDecoding: confidence credit accumulated across steps (Wang et al., 2025, arXiv:2510.06133).
+
+A token the model keeps predicting at a position is usually right long before its
+confidence crosses the commit threshold. CreditDecoding keeps a *trace credit* per
+position: every step the credit decays by `decay` and the current top token adds
+p ** `exponent`; the credit is fused into the logits as `fusion * log(1 + credit)`
+on the credited token, and the Fast-dLLM threshold rule runs on the fused
+probabilities. A position whose prediction is stable thus commits steps earlier.
+
+We keep one credit slot per position (the token with the larger decayed credit);
+the fused top-1 probability is exact for that slot:
+p' = p_c e^d / (1 - p_c + p_c e^d) for the credited token c with boost d.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from parallelbench.decoding import selection
+from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
+from parallelbench.decoding.view import Decision, StepView
+
+
+@dataclass
+class CreditOptions(DecodeOptions):
+    threshold: float = 0.9  # commit candidates whose fused confidence exceeds this (top-1 if none)
+    decay: float = 0.65  # credit kept from one step to the next (gamma)
+    fusion: float = 0.7  # strength of log(1 + credit) added to the credited token's logit (lambda)
+    exponent: float = 0.5  # credit added per step: p ** exponent (< 1 lifts under-confident tokens)
+
+
+@register_strategy("credit")
+class CreditDecoding(Strategy):
+    Options = CreditOptions
+
+    def check_options(self) -> None:
+        super().check_options()
+        o = self.options
+        if not 0.0 < o.threshold <= 1.0:
+            raise option_error("threshold", o.threshold, "(0, 1]")
+        if not 0.0 <= o.decay < 1.0:
+            raise option_error("decay", o.decay, "[0, 1)")
+        if o.fusion < 0:
+            raise option_error("fusion", o.fusion, ">= 0 (0 = plain confidence threshold)")
+        if o.exponent <= 0:
+            raise option_error("exponent", o.exponent, "> 0")
+
+    def init_state(self, batch_size: int, gen_length: int, device: torch.device) -> dict[str, torch.Tensor]:
+        return {
+            "credit_token": torch.full((batch_size, gen_length), -1, dtype=torch.long, device=device),
+            "credit": torch.zeros((batch_size, gen_length), dtype=torch.float32, device=device),
+        }
+
+    def fused(self, view: StepView) -> tuple[torch.Tensor, torch.Tensor]:
+        """Update the credit of the candidates; return the fused (token, confidence) [b, G]."""
+        o, st = self.options, view.state
+        cand = view.candidates
+        top, p_top = view.x0, view.confidence.float()
+        credit = torch.where(cand, st["credit"] * o.decay, st["credit"])
+        gain = p_top.clamp_min(1e-12) ** o.exponent
+        same = st["credit_token"] == top
+        replace = cand & ~same & (gain > credit)
+        token = torch.where(replace, top, st["credit_token"])
+        credit = torch.where(replace, gain, torch.where(cand & same, credit + gain, credit))
+        st["credit_token"], st["credit"] = token, credit
+
+        has = token >= 0
+        p_c = torch.where(has, view.token_prob(token.clamp(min=0)), torch.zeros_like(p_top))
+        boost = torch.exp(o.fusion * torch.log1p(credit)) * has
+        boosted = p_c * boost
+        z = (1.0 - p_c + boosted).clamp_min(1e-12)
+        other = torch.where(token == top, torch.zeros_like(p_top), p_top)
+        pick_c = boosted >= other
+        return torch.where(pick_c & has, token, top), torch.where(pick_c & has, boosted, other) / z
+
+    def step(self, view: StepView) -> Decision:
+        tokens, conf = self.fused(view)
+        commit = selection.threshold(conf, view.candidates, self.options.threshold)
+        return Decision(commit=commit, tokens=tokens, confidence=conf)

@@ -1,0 +1,112 @@
+"""PC-sampler: position-aware, frequency-calibrated confidence (Huang et al., 2025, arXiv:2508.13021).
+
+Plain confidence ordering decodes the easy boundary tokens first (the "U-shaped"
+trajectory) and favours trivial tokens (punctuation, filler words, EOS). PC-sampler
+ranks each masked position i (0 = first generated position) by
+
+    score_i = exp(-lam * i) * min(p_i * (-log p_ref(x_i)), alpha)
+
+where p_i is the probability of the proposed token x_i and p_ref a background token
+frequency: tokens that are everywhere get a small -log p_ref and wait, and the
+exponential weight steers the order towards left to right. The number of tokens per
+step follows the usual `k` / `steps` schedule (the paper's NumToReveal).
+
+The reference frequencies come from the `frequencies` option (a JSON file: a list of
+per-token counts indexed by id, or an object {"id": count}), else from the model's
+`token_frequencies` attribute when it has one; without either, every token gets the
+same frequency and only the position weighting is left.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from parallelbench.decoding import selection
+from parallelbench.decoding.presets import TopKOptions, TopKStrategy
+from parallelbench.decoding.strategy import option_error, register_strategy
+from parallelbench.decoding.view import StepView
+
+
+@dataclass
+class PcSamplerOptions(TopKOptions):
+    lam: float = 0.25  # position decay: weight exp(-lam * i) (paper: 0.25 for most tasks, 0 for Sudoku)
+    alpha: float = 10.0  # clip of the calibrated confidence p * -log p_ref (paper: 10)
+    frequencies: str | None = None  # JSON file of reference token counts (default: model.token_frequencies)
+
+
+def read_frequencies(path: str, vocab_size: int) -> torch.Tensor:
+    """[V] counts from a JSON list (index = token id) or object {"id": count}."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(
+            f"option frequencies={path!r} cannot be read ({type(exc).__name__}); "
+            "give a JSON file with a list of per-token counts or an object {\"token id\": count}"
+        ) from None
+    counts = torch.zeros(vocab_size, dtype=torch.float64)
+    items = enumerate(data) if isinstance(data, list) else data.items() if isinstance(data, dict) else None
+    if items is None:
+        raise ValueError(f"option frequencies={path!r} must hold a JSON list or object of token counts")
+    for key, value in items:
+        try:
+            idx, count = int(key), float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"option frequencies={path!r}: entry {key!r}: {value!r} is not a token id and a count") from None
+        if 0 <= idx < vocab_size and count > 0 and math.isfinite(count):
+            counts[idx] = count
+    return counts
+
+
+def salience(counts: torch.Tensor) -> torch.Tensor:
+    """-log p_ref per token, add-one smoothed so an unseen token is rare, not impossible."""
+    counts = counts.to(torch.float64)
+    return (-torch.log((counts + 1.0) / (counts.sum() + counts.numel()))).float()
+
+
+@register_strategy("pc-sampler")
+class PcSampler(TopKStrategy):
+    Options = PcSamplerOptions
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self._salience: torch.Tensor | None = None
+
+    def check_options(self) -> None:
+        super().check_options()
+        o = self.options
+        if o.lam < 0:
+            raise option_error("lam", o.lam, ">= 0 (0 = no position weighting)")
+        if o.alpha <= 0:
+            raise option_error("alpha", o.alpha, "> 0 (clip of the calibrated confidence)")
+
+    def begin(self, context: dict[str, Any]) -> None:
+        model = context.get("model")
+        vocab = int(getattr(model, "vocab_size", 0) or 0)
+        self._salience = None
+        if self.options.frequencies is not None:
+            if vocab < 1:
+                raise ValueError("strategy 'pc-sampler' needs the model's vocab_size to read option frequencies")
+            self._salience = salience(read_frequencies(self.options.frequencies, vocab))
+        elif getattr(model, "token_frequencies", None) is not None:
+            self._salience = salience(torch.as_tensor(model.token_frequencies, dtype=torch.float64).flatten())
+
+    def score(self, view: StepView) -> torch.Tensor:
+        o = self.options
+        conf = view.confidence.float()
+        if self._salience is not None:
+            sal = self._salience.to(view.device)
+            ids = view.x0.clamp(0, sal.numel() - 1)
+            conf = conf * sal[ids]
+        calibrated = conf.clamp(min=1e-30, max=o.alpha)
+        pos = torch.arange(view.gen_length, device=view.device, dtype=torch.float32)
+        # log of exp(-lam * i) * C: the same order, without underflow at long generations
+        return torch.log(calibrated) - o.lam * pos.unsqueeze(0)
+
+    def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
+        return selection.top_k(scores, view.candidates, self.tokens_this_step(view))
