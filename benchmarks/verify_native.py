@@ -24,9 +24,8 @@ Setup (once):
     python3.11 -m venv /tmp/pb-tf449
     /tmp/pb-tf449/bin/pip install torch==2.13.0 transformers==4.49.0 accelerate==0.34.2 \\
         einops safetensors numpy tokenizers
-    # DIR/llada/{configuration_llada,modeling_llada}.py and
-    # DIR/dream/{configuration_dream,modeling_dream,generation_utils}.py from NVlabs/Fast-dLLM
-    # (llada/model/, dream/model/); DIR/generate.py from ML-GSAI/LLaDA
+    # DIR: a copy of NVlabs/Fast-dLLM (llada/model/, llada/generate.py, dream/model/ are used)
+    # plus ML-GSAI/LLaDA's generate.py copied to DIR/generate.py; keep it outside the repository
 
 Run:
 
@@ -51,10 +50,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# --official DIR: NVlabs/Fast-dLLM's tree (at least these files) plus ML-GSAI/LLaDA's generate.py at its root
 OFFICIAL_FILES = {
-    "llada": ("llada/configuration_llada.py", "llada/modeling_llada.py"),
-    "dream": ("dream/configuration_dream.py", "dream/modeling_dream.py", "dream/generation_utils.py"),
-    "generate": ("generate.py",),
+    "llada": ("llada/model/configuration_llada.py", "llada/model/modeling_llada.py"),
+    "dream": ("dream/model/configuration_dream.py", "dream/model/modeling_dream.py",
+              "dream/model/generation_utils.py", "dream/model/tokenization_dream.py"),
+    "generate": ("generate.py", "llada/generate.py"),
 }
 RAISING_PY = 'raise ImportError("verify_native: this checkpoint\'s own code must not be imported")\n'
 
@@ -98,12 +99,24 @@ def byte_tokenizer(specials):
     return tok
 
 
-def write_tokenizer(folder, specials, roles, template):
+def write_tokenizer(folder, specials, roles, template, custom_class=None):
+    """tokenizer.json (+ tokenizer_config.json); with `custom_class` also the slow tokenizer's
+    vocab.json / merges.txt and an auto_map naming the checkpoint's own tokenizer class, as Dream
+    publishes it (its tokenization_dream.py is copied beside it)."""
     tok = byte_tokenizer(specials)
     tok.save(str(folder / "tokenizer.json"))
     ids = {s: tok.token_to_id(s) for s in specials}
     cfg = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 4096, "chat_template": template,
            "clean_up_tokenization_spaces": False}
+    if custom_class:
+        vocab = json.loads(tok.to_str())["model"]["vocab"]
+        (folder / "vocab.json").write_text(json.dumps(vocab))
+        (folder / "merges.txt").write_text("#version: 0.2\n")
+        cfg["tokenizer_class"] = custom_class[1]
+        cfg["auto_map"] = {"AutoTokenizer": [custom_class[0] + "." + custom_class[1], None]}
+        cfg["added_tokens_decoder"] = {str(ids[s]): {"content": s, "lstrip": False, "normalized": False,
+                                                     "rstrip": False, "single_word": False, "special": True}
+                                       for s in specials}
     cfg.update({k: v for k, v in roles.items()})
     (folder / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2))
     (folder / "special_tokens_map.json").write_text(json.dumps(roles, indent=2))
@@ -163,8 +176,8 @@ DREAM_TEMPLATE = ("{% for message in messages %}{{ '<|im_start|>' + message['rol
 
 def build_llada(name, shape):
     sys.path.insert(0, str(official))  # the official modules import their siblings relatively
-    from llada.configuration_llada import LLaDAConfig
-    from llada.modeling_llada import LLaDAModelLM
+    from llada.model.configuration_llada import LLaDAConfig
+    from llada.model.modeling_llada import LLaDAModelLM
 
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -190,7 +203,7 @@ def build_llada(name, shape):
     out_name = "transformer.wte.weight" if shape["weight_tying"] else "transformer.ff_out.weight"
     randomise(model, out_name, None if shape["weight_tying"] else ids["<|mdm_mask|>"], shape["logit_scale"])
     model.to(torch.bfloat16).save_pretrained(folder, safe_serialization=True, max_shard_size=shape["shard"])
-    copy_code(folder, ["llada/configuration_llada.py", "llada/modeling_llada.py"])
+    copy_code(folder, ["llada/model/configuration_llada.py", "llada/model/modeling_llada.py"])
     cfg = finish_config(folder, {"AutoConfig": "configuration_llada.LLaDAConfig",
                                  "AutoModel": "modeling_llada.LLaDAModelLM",
                                  "AutoModelForCausalLM": "modeling_llada.LLaDAModelLM"}, {})
@@ -203,10 +216,11 @@ def build_dream(name, shape):
     folder.mkdir(parents=True, exist_ok=True)
     ids = write_tokenizer(folder, DREAM_SPECIALS,
                           {"bos_token": "<|beginoftext|>", "eos_token": "<|endoftext|>",
-                           "pad_token": "<|endoftext|>", "mask_token": "<|mask|>"}, DREAM_TEMPLATE)
+                           "pad_token": "<|endoftext|>", "mask_token": "<|mask|>"}, DREAM_TEMPLATE,
+                          custom_class=("tokenization_dream", "DreamTokenizer"))
     sys.path.insert(0, str(official))
-    from dream.configuration_dream import DreamConfig
-    from dream.modeling_dream import DreamModel
+    from dream.model.configuration_dream import DreamConfig
+    from dream.model.modeling_dream import DreamModel
 
     config = DreamConfig(
         vocab_size=shape["vocab_size"], hidden_size=shape["hidden_size"],
@@ -222,7 +236,8 @@ def build_dream(name, shape):
     model = DreamModel(config)
     randomise(model, "lm_head.weight", None, shape["logit_scale"])
     model.to(torch.bfloat16).save_pretrained(folder, safe_serialization=True, max_shard_size=shape["shard"])
-    copy_code(folder, ["dream/configuration_dream.py", "dream/modeling_dream.py", "dream/generation_utils.py"])
+    copy_code(folder, ["dream/model/configuration_dream.py", "dream/model/modeling_dream.py",
+                       "dream/model/generation_utils.py", "dream/model/tokenization_dream.py"])
     cfg = finish_config(folder, {"AutoConfig": "configuration_dream.DreamConfig",
                                  "AutoModel": "modeling_dream.DreamModel"}, {})
     (folder / "generation_config.json").write_text(json.dumps({
@@ -285,6 +300,12 @@ with torch.no_grad():
         rows = canvases(shape["vocab_size"], mask_id, spec["lengths"], spec["seed"] + 7)
         entry = {"folder": str(folder), "family": fam["family"], "mask_id": mask_id, "ids": ids,
                  "lengths": spec["lengths"]}
+        # the checkpoint's tokenizer as its users load it (Dream: its own class, remote code)
+        from transformers import AutoTokenizer
+        official_tok = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=True)
+        entry["tokenizer_class"] = type(official_tok).__name__
+        entry["chat_ids"] = [official_tok.apply_chat_template(m, add_generation_prompt=True, tokenize=True)
+                             for m in spec["chats"]]
         for i, r in enumerate(rows):
             tensors[f"{name}/canvas/{i}"] = r
         for dtype_name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
@@ -337,8 +358,33 @@ with torch.no_grad():
                         orders.append(counter.order(len(p)))
                     runs.append({"steps": steps, "gen_length": gen_length, "block_length": block_length,
                                  "tokens": outs, "order": orders})
+                fast_runs = []
+                if spec.get("fastdllm_settings"):
+                    # Fast-dLLM's generate.py: the same loop with an optional threshold, and its
+                    # prefix- and dual-cache variants (it imports model.modeling_llada: its own tree)
+                    import importlib.util
+                    sys.path.insert(0, str(official / "llada"))
+                    loader = importlib.util.spec_from_file_location("fastdllm_generate", official / "llada/generate.py")
+                    fast = importlib.util.module_from_spec(loader)
+                    loader.loader.exec_module(fast)
+                    sys.path.pop(0)
+                    fns = {"none": fast.generate, "prefix": fast.generate_with_prefix_cache,
+                           "dual": fast.generate_with_dual_cache}
+                    for steps, gen_length, block_length, threshold in spec["fastdllm_settings"]:
+                        for mode, fn in fns.items():
+                            outs, nfes = [], []
+                            for p in prompts:
+                                x, nfe = fn(model, torch.tensor([p]), steps=steps, gen_length=gen_length,
+                                            block_length=block_length, temperature=0.0,
+                                            remasking="low_confidence", mask_id=mask_id, threshold=threshold)
+                                outs.append(x[0, len(p):].tolist())
+                                nfes.append(int(nfe))
+                            fast_runs.append({"mode": mode, "steps": steps, "gen_length": gen_length,
+                                              "block_length": block_length, "threshold": threshold,
+                                              "tokens": outs, "nfe": nfes})
                 handle.remove()
-                entry["generate"] = {"prompts": prompts, "runs": runs, "mask_argmax_hits": counter.count}
+                entry["generate"] = {"prompts": prompts, "runs": runs, "mask_argmax_hits": counter.count,
+                                     "fastdllm": fast_runs}
             del model
         results["checkpoints"][name] = entry
 
@@ -380,9 +426,16 @@ def make_spec(quick: bool, seed: int) -> dict[str, Any]:
         "lengths": [24, 17, 9] if quick else [40, 33, 21, 12, 5],
         "prompt_lengths": [5, 11] if quick else [3, 8, 13, 21],
         "generate_settings": settings,
+        "chats": [[{"role": "user", "content": "Copy the list: Susan Fox, Philip Gray."}],
+                  [{"role": "system", "content": "You are managing a waiting line."},
+                   {"role": "user", "content": "Who goes next? Anna Lee, 3 4"}]],
+        # Fast-dLLM's loops, each without cache, with its prefix and with its dual cache:
+        # (steps, gen_length, block_length, threshold or None for the steps schedule)
+        "fastdllm_settings": [[8, 16, 8, None], [16, 16, 8, 0.9]] if quick else
+        [[16, 32, 8, None], [8, 32, 16, None], [32, 32, 8, 0.9], [32, 32, 16, 0.7]],
         "checkpoints": checkpoints,
-        "qk_gain": 3.0,  # peaked, position-dependent attention and a strong context path:
-        "attn_gain": 3.0,  # the tiny models then decode varied tokens, not one repeated token
+        "qk_gain": 2.5,  # peaked, position-dependent attention and a strong context path:
+        "attn_gain": 2.0,  # the tiny models then decode varied tokens, not one repeated token
     }
 
 
@@ -467,9 +520,10 @@ def _align(ours: Any, ref: Any, family: str) -> tuple[Any, Any]:
     return ours, ref
 
 
-def _merge_like(net: Any, ref: Any) -> Any:
+def _merge_like(net: Any, ref: Any, dtype: Any = None) -> Any:
     """Apply the net's documented end-token merge (log-sum-exp of the stop ids into EOS) to a
-    reference, so the comparison covers every vocabulary column."""
+    reference, so the comparison covers every vocabulary column; the merged column is rounded to
+    `dtype` as the net rounds it (a bf16 net returns bf16 logits)."""
     merge = list(getattr(net, "merge_ids", []) or [])
     if not merge:
         return ref
@@ -477,7 +531,8 @@ def _merge_like(net: Any, ref: Any) -> Any:
 
     ids = torch.tensor([int(net.eos_id), *merge])
     out = ref.clone()
-    out[..., int(net.eos_id)] = torch.logsumexp(ref.index_select(-1, ids), dim=-1)
+    merged = torch.logsumexp(ref.index_select(-1, ids), dim=-1)
+    out[..., int(net.eos_id)] = merged.to(dtype).float() if dtype is not None else merged
     out[..., ids[1:]] = float("-inf")
     return out
 
@@ -512,7 +567,8 @@ def compare_logits(name: str, entry: dict[str, Any], tensors: dict[str, Any], re
     for dtype_name, limit in (("float32", fp32_limit), ("bfloat16", bf16_limit)):
         model = load_model(f"hf:{folder}", device="cpu", dtype=dtype_name)
         net = model.net
-        refs = [_merge_like(net, tensors[f"{name}/{dtype_name}/alone/{i}"]) for i in range(n)]
+        refs = [_merge_like(net, tensors[f"{name}/{dtype_name}/alone/{i}"], getattr(torch, dtype_name))
+                for i in range(n)]
         with torch.no_grad():
             alone = [net.forward(r.unsqueeze(0))[0].float() for r in rows]
             worst_alone = max(_diff(*_align(a, ref, family)) for a, ref in zip(alone, refs))
@@ -535,7 +591,7 @@ def compare_logits(name: str, entry: dict[str, Any], tensors: dict[str, Any], re
         report.rows.append(Row(name, f"{tag} logits, left-padded batch vs official alone", worst_padded, padded_limit))
         report.rows.append(Row(name, f"{tag} logits, left-padded batch vs ours alone", worst_self, padded_limit))
         if dtype_name == "bfloat16":
-            fp32_refs = [_merge_like(net, tensors[f"{name}/float32/alone/{i}"]) for i in range(n)]
+            fp32_refs = [_merge_like(net, tensors[f"{name}/float32/alone/{i}"], torch.bfloat16) for i in range(n)]
             ctx = max(_diff(*_align(a, ref, family)) for a, ref in zip(alone, fp32_refs))
             ref_ctx = max(_diff(tensors[f"{name}/bfloat16/alone/{i}"], tensors[f"{name}/float32/alone/{i}"])
                           for i in range(n))
@@ -558,6 +614,20 @@ def compare_logits(name: str, entry: dict[str, Any], tensors: dict[str, Any], re
                                    entry[f"official_padded_vs_alone_{key}"]))
 
 
+def compare_chat(name: str, entry: dict[str, Any], chats: list[Any], report: Report) -> None:
+    """Prompt ids from our tokenizer load against the checkpoint's tokenizer loaded as its users do."""
+    from parallelbench.models.registry import load_model
+
+    model = load_model(f"hf:{entry['folder']}", device="cpu", dtype="float32")
+    ours = [model.tokenizer.encode_chat(m) for m in chats]
+    same = sum(int(a == b) for a, b in zip(ours, entry["chat_ids"]))
+    row = Row(name, f"chat-template prompt ids = official tokenizer ({entry['tokenizer_class']})",
+              f"{same}/{len(chats)}", note="" if same == len(chats) else "MISMATCH")
+    if same != len(chats):
+        row.limit = 0.0
+    report.rows.append(row)
+
+
 def compare_generate(name: str, entry: dict[str, Any], report: Report) -> None:
     """Engine decodes on the same weights with the settings equivalent to LLaDA's generate():
     confidence-topk with `steps` split evenly over blocks of `block_length`, temperature 0."""
@@ -565,14 +635,12 @@ def compare_generate(name: str, entry: dict[str, Any], report: Report) -> None:
     from parallelbench.models.registry import load_model
 
     gen = entry["generate"]
-    model = load_model(f"hf:{entry['folder']}", device="cpu", dtype="float32")
-    net = model.net
-    merged = list(getattr(net, "merge_ids", []) or [])
-    if merged:
-        # the official loop knows no end tokens: compare with the net's stop-token merge off
-        net.merge_ids = []
-        report.notes.append(f"{name}: decoding compared with the end-token merge off (merge ids {merged} -> EOS "
-                            "is a benchmark convention the official generate() does not have)")
+    # the official loop knows no end tokens: merge_stops=false keeps <|eot_id|> apart from EOS
+    net = load_model(f"hf:{entry['folder']}", device="cpu", dtype="float32", merge_stops=False).net
+    merged_net = load_model(f"hf:{entry['folder']}", device="cpu", dtype="float32").net
+    merged = list(getattr(merged_net, "merge_ids", []) or [])
+    report.notes.append(f"{name}: decodes use --model-opt merge_stops=false (by default ids {merged} are merged into "
+                        "EOS, a benchmark convention the official generate() does not have)")
     prompts = gen["prompts"]
     for run in gen["runs"]:
         strategy = build_strategy("confidence-topk", steps=run["steps"], block_length=run["block_length"],
@@ -591,8 +659,9 @@ def compare_generate(name: str, entry: dict[str, Any], report: Report) -> None:
                 report.rows[-1].limit = 0.0  # a string value with a limit fails the row
     report.rows.append(Row(name, "official argmax == mask id at masked positions", gen["mask_argmax_hits"],
                            0.0, note="must be 0 for an exact token comparison"))
+    compare_fastdllm(name, entry, report)
     if merged:
-        net.merge_ids = merged
+        net = merged_net
         same = total = 0
         for run in gen["runs"]:
             strategy = build_strategy("confidence-topk", steps=run["steps"], block_length=run["block_length"],
@@ -602,6 +671,46 @@ def compare_generate(name: str, entry: dict[str, Any], report: Report) -> None:
             total += sum(len(ref) for ref in run["tokens"])
         report.rows.append(Row(name, "tokens = official, all settings, end-token merge ON (info)", f"{same}/{total}",
                                note="the merge moves <|eot_id|> mass onto EOS by design"))
+
+
+def compare_fastdllm(name: str, entry: dict[str, Any], report: Report) -> None:
+    """Engine decodes with cache=none/prefix/dual against Fast-dLLM's generate(),
+    generate_with_prefix_cache() and generate_with_dual_cache(): the steps schedule is
+    confidence-topk, the threshold rule confidence-threshold (Fast-dLLM keeps the top-1 and every
+    token with confidence >= threshold; ours > threshold: equal only on an exact tie)."""
+    from parallelbench.decoding import build_strategy, decode
+    from parallelbench.models.registry import load_model
+
+    gen = entry["generate"]
+    prompts = gen["prompts"]
+    nets: dict[str, Any] = {}
+    for run in gen.get("fastdllm", []):
+        mode = run["mode"]
+        if mode not in nets:
+            nets[mode] = load_model(f"hf:{entry['folder']}", device="cpu", dtype="float32", cache=mode,
+                                    merge_stops=False).net
+        net = nets[mode]
+        if run["threshold"] is None:
+            strategy = build_strategy("confidence-topk", steps=run["steps"], block_length=run["block_length"])
+            rule = f"steps={run['steps']}"
+        else:
+            strategy = build_strategy("confidence-threshold", threshold=run["threshold"],
+                                      block_length=run["block_length"])
+            rule = f"threshold={run['threshold']}"
+        label = f"Fast-dLLM cache={mode} {rule} gen={run['gen_length']} block={run['block_length']}"
+        for how, groups in (("batched", [prompts]), ("alone", [[p] for p in prompts])):
+            results = []
+            for group in groups:
+                with net.session(run["gen_length"], run["block_length"]):
+                    results.extend(decode(net, group, gen_length=run["gen_length"], strategy=strategy))
+            same = sum(int(a == b) for r, ref in zip(results, run["tokens"]) for a, b in zip(r.tokens, ref))
+            total = sum(len(ref) for ref in run["tokens"])
+            ours_nfe = sum(r.nfe for r in results)
+            row = Row(name, f"tokens = {label}, {how}", f"{same}/{total}",
+                      note=f"NFE official {sum(run['nfe'])}, ours {ours_nfe}" + ("" if same == total else "; MISMATCH"))
+            if same != total:
+                row.limit = 0.0
+            report.rows.append(row)
 
 
 def verify(python: str, official: Path, work: Path, quick: bool, seed: int = 0,
@@ -620,6 +729,7 @@ def verify(python: str, official: Path, work: Path, quick: bool, seed: int = 0,
         poisoned = poison_code(Path(entry["folder"]))
         report.notes.append(f"{name}: {', '.join(poisoned)} replaced with files that raise on import")
         compare_logits(name, entry, tensors, report, fp32_limit)
+        compare_chat(name, entry, spec["chats"], report)
         if "generate" in entry:
             compare_generate(name, entry, report)
     return report
@@ -634,7 +744,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=os.environ.get("PARALLELBENCH_OFFICIAL_VENV", "/tmp/pb-tf449/bin/python"),
                     help="python of a venv with transformers==4.49 (env PARALLELBENCH_OFFICIAL_VENV)")
     ap.add_argument("--official", default=os.environ.get("PARALLELBENCH_OFFICIAL_CODE"),
-                    help="folder with llada/, dream/ and generate.py (env PARALLELBENCH_OFFICIAL_CODE)")
+                    help="a copy of NVlabs/Fast-dLLM plus ML-GSAI/LLaDA's generate.py at its root (env PARALLELBENCH_OFFICIAL_CODE)")
     ap.add_argument("--work", default=None, help="where to build the checkpoints (default: a temporary folder)")
     ap.add_argument("--quick", action="store_true", help="two checkpoints, three canvases, three settings")
     ap.add_argument("--seed", type=int, default=0)
