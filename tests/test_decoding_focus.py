@@ -8,7 +8,7 @@ import torch
 from test_decoding_models import MASK, TinyCausal, TinyNet
 
 from parallelbench.decoding import build_strategy, decode, strategy_names
-from parallelbench.decoding.view import StepView, entropy_of, rows_of
+from parallelbench.decoding.view import StepView, entropy_of, row_max, rows_of
 
 
 def _everywhere(strategy):
@@ -87,3 +87,15 @@ def test_an_unknown_focus_is_refused_before_decoding():
     net = TinyNet()
     with pytest.raises(ValueError, match="focus='everything'.*'candidates', 'masked' or 'all'"):
         decode(net, [[3]], gen_length=4, strategy=bad)
+
+
+def test_row_max_is_max_with_the_first_index_on_ties():
+    g = torch.Generator().manual_seed(5)
+    for shape in [(9, 4096), (4, 384), (3, 100), (0, 512)]:
+        x = torch.randn(*shape, generator=g)
+        if shape[0]:
+            x[0] = 0.5  # all tied
+            x[1, 7] = x[1, 300 % shape[1]] = 9.0  # tie across chunks
+        expected = x.max(dim=-1)
+        values, indices = row_max(x)
+        assert torch.equal(values, expected.values) and torch.equal(indices, expected.indices), shape
