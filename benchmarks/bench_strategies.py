@@ -207,7 +207,8 @@ def main() -> None:
                 rows.append(r)
                 print(
                     f"{name:22s} {str(block or '-'):>6s} {r['nfe']:6.1f} {r['tokens_per_step']:8.2f} "
-                    f"{r['model_s'] * 1e3:9.1f} {r['engine_s'] * 1e3:9.1f} {100 * r['overhead']:7.1f}%"
+                    f"{r['model_s'] * 1e3:9.1f} {r['engine_s'] * 1e3:9.1f} {100 * r['overhead']:7.1f}%",
+                    flush=True,
                 )
 
         print("\n# per-step cost: whole decode / one bare forward of the canvas per step (same batch sizes)")
@@ -230,7 +231,8 @@ def main() -> None:
                 print(
                     f"{name:22s} {str(block or '-'):>6s} greedy {per_step_g * 1e3:7.2f} ms/row-step, "
                     f"T=1 {per_step_h * 1e3:7.2f} ms/row-step: {100 * hot['vs_greedy']:+6.1f}% "
-                    f"(engine overhead {100 * greedy['overhead']:.1f}% -> {100 * hot['overhead']:.1f}%)"
+                    f"(engine overhead {100 * greedy['overhead']:.1f}% -> {100 * hot['overhead']:.1f}%)",
+                    flush=True,
                 )
     if args.json:
         with open(args.json, "w") as fh:

@@ -169,7 +169,7 @@ def decode(
         logits, aux = strategy.forward(model, canvas, attention, rows, state, p_len)
         gen_logits = logits[:, p_len:, :]  # the view never proposes the mask token itself
         gen = canvas[:, p_len:]
-        block = blocks.active_block(masked, block_of)
+        block = blocks.active_block(masked, block_of, num_blocks)
         block_step = torch.where(block == prev_block, block_step + 1, torch.zeros_like(block_step))
         prev_block = block
         view = StepView(

@@ -19,6 +19,46 @@ import torch
 from parallelbench.decoding import sampling
 
 
+def rows_of(x: torch.Tensor, r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """x[r, p] for x [b, G, V]: one index_select over a [rows, V] view of x's storage when
+    its last dimension is contiguous (x is usually a slice of the model's [b, L, V] output),
+    several times faster than advanced indexing on the CPU."""
+    b, g, v = x.shape
+    s0, s1, s2 = x.stride()
+    if b == 0 or g == 0 or s2 != 1 or s1 < v or s0 % s1 != 0:
+        return x[r, p]
+    per_row = s0 // s1
+    lines = x.as_strided(((b - 1) * per_row + g, v), (s1, 1))
+    return lines.index_select(0, r * per_row + p)
+
+
+def row_max(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(values, indices) of each row's maximum of [N, V], the first index on a tie, exactly like
+    x.max(dim=-1). Reduces chunks of the row with the vectorised amax first and looks for the
+    index only inside the winning chunk: about 5x faster than max(dim) on the CPU."""
+    n, v = x.shape
+    chunk = next((c for c in (128, 64, 32) if v % c == 0 and v >= 4 * c), None)
+    if chunk is None or n == 0 or x.device.type != "cpu":
+        values, indices = x.max(dim=-1)
+        return values, indices
+    blocks = x.view(n, v // chunk, chunk) if x.is_contiguous() else x.reshape(n, v // chunk, chunk)
+    values, block = blocks.amax(dim=-1).max(dim=-1)  # the first chunk holding the maximum
+    inner = blocks[torch.arange(n, device=x.device), block].argmax(dim=-1)
+    return values, block * chunk + inner
+
+
+def entropy_of(logits: torch.Tensor, probs: torch.Tensor, top: torch.Tensor) -> torch.Tensor:
+    """[N] -sum_i p_i ln p_i for probs = softmax(logits) with some entries zeroed (the mask token);
+    `top` [N] is the largest entry of the softmax before zeroing, i.e. 1 / S with
+    S = sum_i exp(z_i - m) and m the largest logit.
+
+    ln p_i = (z_i - m) - ln S, so the entropy is sum_i p_i (m - z_i) + ln S * sum_i p_i: terms
+    that are never negative (no cancellation), computed with vectorised max / multiply / sum
+    instead of the element-wise `entr` (several times slower on the CPU); equal to float rounding."""
+    gap = (logits.amax(dim=-1, keepdim=True) - logits).clamp_(max=1e30)  # finite where a logit is -inf (p = 0 there)
+    return (probs * gap).sum(dim=-1) - top.log() * probs.sum(dim=-1)
+
+
 @dataclass
 class Decision:
     """Positions to commit (with their tokens) and positions to mask again."""
@@ -119,19 +159,26 @@ class StepView:
     @cached_property
     def _flat_logits(self) -> torch.Tensor:
         r, p = self._where
-        return self.logits[r, p].float()
+        return rows_of(self.logits, r, p).float()
+
+    @cached_property
+    def _flat_softmax(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """softmax of the focus logits with the mask token zeroed, and the mask token's own
+        probability before zeroing (None when the mask id is outside the vocabulary)."""
+        p = torch.softmax(self._flat_logits, dim=-1)
+        mask_p = None
+        if self._bans_mask:
+            mask_p = p[:, self.mask_id].clone()
+            p[:, self.mask_id] = 0.0
+        return p, mask_p
 
     @cached_property
     def _flat_probs(self) -> torch.Tensor:
-        p = torch.softmax(self._flat_logits, dim=-1)
-        if self._bans_mask:
-            p[:, self.mask_id] = 0.0
-        return p
+        return self._flat_softmax[0]
 
     @cached_property
     def _flat_top1(self) -> tuple[torch.Tensor, torch.Tensor]:
-        values, indices = self._flat_probs.max(dim=-1)
-        return values, indices
+        return row_max(self._flat_probs)
 
     @cached_property
     def _flat_masked(self) -> torch.Tensor:
@@ -235,15 +282,20 @@ class StepView:
         if self.focus is None:
             top2 = self.probs.topk(2, dim=-1).values
             return top2[..., 0] - top2[..., 1]
-        top2 = self._flat_probs.topk(2, dim=-1).values
-        return self._spread(top2[:, 0] - top2[:, 1], 0.0)
+        # the top-1 entry set aside, the largest left is the second (equal to it on a tie)
+        value, index = self._flat_top1
+        rest = self._flat_probs.clone()
+        rest.scatter_(1, index.unsqueeze(1), float("-inf"))
+        return self._spread(value - rest.amax(dim=-1), 0.0)
 
     @cached_property
     def entropy(self) -> torch.Tensor:
         """[b, G] entropy of the predictive distribution in nats; 0 off focus."""
         if self.focus is None:
             return torch.special.entr(self.probs).sum(dim=-1)  # -sum p ln p, with 0 ln 0 = 0
-        return self._spread(torch.special.entr(self._flat_probs).sum(dim=-1), 0.0)
+        probs, mask_p = self._flat_softmax
+        top = probs.amax(dim=-1) if mask_p is None else torch.maximum(probs.amax(dim=-1), mask_p)
+        return self._spread(entropy_of(self._flat_logits, probs, top), 0.0)
 
     def uniform(self, shape: tuple[int, ...]) -> torch.Tensor:
         """[b, *shape] uniforms in (0, 1) from each row's own stream (a fresh draw per call)."""
