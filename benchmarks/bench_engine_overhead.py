@@ -130,7 +130,11 @@ def main():
         "confidence-factor:factor=1.0,eb:gamma=0.1,klass,dus,slowfast,wino,remdm,rcr",
     )
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="tiny sizes that finish in seconds (smoke test; the figures mean nothing)")
     args = ap.parse_args()
+    if args.quick:
+        args.batch, args.prompt, args.gen, args.dim, args.layers, args.repeats = 2, 8, 8, 32, 1, 1
+        args.strategies = "confidence-topk:k=1,confidence-threshold:threshold=0.9"
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     net = SmallTransformer(args.vocab, args.dim, args.layers).to(device)

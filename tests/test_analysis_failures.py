@@ -45,8 +45,8 @@ def test_pairs_are_serial_success_against_mildest_parallel_failure():
 def test_tokens_are_coloured_by_step_with_a_legend():
     decode = find_failures(_frame())["t"][0].parallel
     html = tokens_html(decode)
-    assert html.count('title="step 0"') == 2 and html.count('title="step 1"') == 2
-    assert "linear-gradient" in html and "step 1 (last)" in html
+    assert html.count('title="forward call 1 of 2"') == 2 and html.count('title="forward call 2 of 2"') == 2
+    assert "linear-gradient" in html and "forward call 2 (last)" in html
     page = failures_html(find_failures(_frame()))
     assert "one-by-one (correct)" in page and "parallel (wrong)" in page and "s4" in page
 
@@ -65,3 +65,31 @@ def test_no_pairs_without_serial_or_parallel_runs():
     assert find_failures(pd.DataFrame()) == {}
     only_serial = pd.DataFrame([_row(1, "s1", 1.0)])
     assert find_failures(only_serial) == {}
+
+
+def test_step_count_colour_bar_and_tokens_per_step_are_one_quantity():
+    """A decode of 32 forward calls whose shown tokens were committed in 13 of them, the last
+    at call 31 (order 30): the card says 32 calls, the bar runs to call 32, tps = tokens / 32."""
+    import re
+
+    from parallelbench.analysis.failures import _decode, failures_html
+
+    order = [i * 30 // 12 for i in range(13)]  # 13 distinct steps, 0 .. 30
+    texts = [f"w{i}" for i in range(13)]
+    serial = _row(1, "s", 1.0, texts=texts, order=list(range(13)))
+    parallel = result_row(
+        "random", {"k": 2}, task="t", sample_id="s", score=0.0, num_tokens=64, nfe=32, tps=64 / 32,
+        order=json.dumps(order), token_texts=json.dumps(texts), output="".join(texts),
+    )
+    decode = _decode(pd.Series(parallel))
+    assert decode.steps == 32 and decode.committing_steps == 13
+    page = failures_html(find_failures(pd.DataFrame([serial, parallel])))
+    card = page[page.index("parallel (wrong)"):]
+    meta = re.search(r"([0-9.]+) tokens/step = (\d+) tokens / (\d+) forward calls", card)
+    assert meta is not None
+    tps, tokens, calls = float(meta.group(1)), int(meta.group(2)), int(meta.group(3))
+    assert calls == 32 and abs(tps - tokens / calls) < 0.005
+    assert "(13 committed a shown token)" in card
+    assert "forward call 32 (last)" in card and 'title="forward call 31 of 32"' in card
+    # the bar's last colour is the colour of call 32, so the token of call 31 is one shade before it
+    assert "forward call 30 (last)" not in card and " steps<" not in card

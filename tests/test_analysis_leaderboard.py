@@ -103,7 +103,10 @@ def test_read_curves_dir_rejects_missing_columns(tmp_path):
 
 def test_cli_json_on_external_curves(tmp_path):
     _write_curves(tmp_path / "curves")
-    result = CliRunner().invoke(app, ["leaderboard", "--curves", str(tmp_path / "curves"), "--json"])
+    default = CliRunner().invoke(app, ["leaderboard", "--curves", str(tmp_path / "curves"), "--json"])
+    assert default.exit_code == 0, default.output
+    assert list(json.loads(default.output)["random"]) == ["90", "80", "70", "60"]  # PB90..PB60 by default
+    result = CliRunner().invoke(app, ["leaderboard", "--curves", str(tmp_path / "curves"), "--json", "--thresholds", "80,75,70"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert list(data) == ["confidence-threshold", "random"]

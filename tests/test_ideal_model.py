@@ -129,6 +129,20 @@ def test_noise_is_zero_mean_seeded_and_only_on_possible_masked_tokens():
     assert float(masked_diff.std()) == pytest.approx(0.5, rel=0.05)
 
 
+def test_noise_free_confidence_is_the_exact_marginal_in_float64():
+    """Issue 20 item 6: threshold rules decide on this, so (n-1)/n must equal Python's fraction."""
+    task = synthetic_task("replace_random", 6, formatting=False)
+    canvas = task.template.repeat(300, 1)
+    canvas[:100, 0] = 7  # a third of the rows kept item A at position 0
+    model = task.model(300, noise_std=0.5, seed=3)
+    logits, clean = model.forward_with_confidence(canvas)
+    assert torch.equal(logits, task.model(300, noise_std=0.5, seed=3).forward(canvas))  # same noise stream
+    assert clean.dtype == torch.float64 and clean.shape == canvas.shape
+    assert (clean[:100, 0] == 1.0).all()  # committed
+    assert (clean[:100, 1:] == 4 / 5).all() and (clean[100:] == 5 / 6).all()
+    assert task.model(300).forward_with_confidence(canvas)[1] is None  # no noise: nothing to separate
+
+
 def test_answer_set_validation_errors():
     with pytest.raises(ValueError, match="share a length"):
         IdealModel([AnswerSet(torch.tensor([[1, 2]])), AnswerSet(torch.tensor([[1]]))], vocab_size=5, mask_id=0, eos_id=4)

@@ -108,3 +108,60 @@ def test_errors_are_one_line(ckpt, monkeypatch, case):
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), out
     assert {"no-native": "not in this install", "not-native-family": "not of a family with a native",
             "not-hf": "not an hf: spec", "bad-dtype": "--dtype"}[case] in lines[0]
+
+
+def _shim_python(tmp_path, body: str) -> str:
+    """An 'interpreter' for --reference-python: this python with a sitecustomize that replaces
+    `AutoModel.from_pretrained` (the checkpoint's own code) by `body`'s `_from_pretrained`."""
+    import inspect
+    import os
+
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(
+        "import json, pathlib, torch, transformers\n" + inspect.getsource(_Net) + body
+        + "transformers.AutoModel.from_pretrained = _from_pretrained\n")
+    script = tmp_path / "python"
+    script.write_text(f"#!/bin/sh\nPYTHONPATH={shim} exec {sys.executable} \"$@\"\n")
+    os.chmod(script, 0o755)
+    return str(script)
+
+
+_SAME_NET = """
+def _from_pretrained(folder, **kw):
+    cfg = json.loads((pathlib.Path(folder) / "config.json").read_text())
+    return _Net(cfg["vocab_size"], cfg["d_model"])
+"""
+
+
+def test_reference_python_runs_the_checkpoint_code_in_that_interpreter(ckpt, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "parallelbench.models.native", _fake_native())
+    python = _shim_python(tmp_path, _SAME_NET)
+    code, out = _run(f"hf:{ckpt}", "--json", "--canvases", "2", "--length", "12", "--reference-python", python)
+    assert code == 0, out
+    report = json.loads(out)
+    assert report["reference"].startswith("the checkpoint's own code under transformers"), report["reference"]
+    assert report["reference_alone"] < 1e-5 and report["reference_padded"] < 1e-5
+
+
+def test_reference_python_reports_a_differing_or_failing_reference(ckpt, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "parallelbench.models.native", _fake_native())
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    scaled = _SAME_NET.replace("    return _Net(cfg[\"vocab_size\"], cfg[\"d_model\"])",
+                               "    net = _Net(cfg[\"vocab_size\"], cfg[\"d_model\"])\n"
+                               "    net.out.weight.data *= 2\n    return net")
+    assert scaled != _SAME_NET
+    differing = _shim_python(tmp_path / "a", scaled)
+    code, out = _run(f"hf:{ckpt}", "--json", "--canvases", "1", "--length", "8", "--reference-python", differing)
+    assert code == 0, out
+    assert json.loads(out)["reference_alone"] > 1e-2
+    broken = _shim_python(tmp_path / "b", "def _from_pretrained(folder, **kw):\n    raise KeyError('default')\n")
+    code, out = _run(f"hf:{ckpt}", "--json", "--canvases", "1", "--length", "8", "--reference-python", broken)
+    assert code == 0, out
+    report = json.loads(out)
+    assert report["reference"].startswith("the checkpoint's own code failed in") and "KeyError" in report["reference"]
+    assert report["reference_alone"] is None
+    code, out = _run(f"hf:{ckpt}", "--reference-python", str(tmp_path / "missing" / "python"))
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "--reference-python" in lines[0], out

@@ -122,8 +122,13 @@ def test_results_summary_and_exports(workdir: Path, monkeypatch: pytest.MonkeyPa
     assert shown.exit_code == 0, shown.output
     assert "confidence-topk[k=2]" in shown.output and "sudoku" in shown.output and "mean" in shown.output
     frame = ResultsStore(db).frame()
-    acc = frame[(frame["config"] == "confidence-topk[k=1]") & (frame["task"] == "puzzle/sudoku")]["score"].mean()
-    assert f"{acc:.2f} · 1.0" in shown.output
+    scores = frame[(frame["config"] == "confidence-topk[k=1]") & (frame["task"] == "puzzle/sudoku")]["score"]
+    from parallelbench.analysis.uncertainty import interval
+
+    ci = interval(scores.to_numpy(float))
+    assert f"{scores.mean():.2f} ± {ci.half_width:.2f} · 1.0" in shown.output
+    flat = " ".join(shown.output.split())
+    assert f"{len(scores)} samples per cell" in flat and "95% interval" in flat
 
     for fmt in ("csv", "jsonl", "parquet"):
         out = workdir / f"all.{fmt}"

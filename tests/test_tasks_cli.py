@@ -23,7 +23,7 @@ def test_list_json_gives_every_task_with_counts():
     result = run("list", "--json")
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
-    assert len(rows) == 66 and sum(r["in_paper"] for r in rows) == 17
+    assert len(rows) == 76 and sum(r["in_paper"] for r in rows) == 17  # 66 + 10 CoT variants
     copy = next(r for r in rows if r["id"] == "waiting_line/copy")
     assert copy["category"] == "waiting_line" and copy["samples"] == 100 and (copy["n_min"], copy["n_max"]) == (3, 6)
 

@@ -26,6 +26,7 @@ def test_registry_has_every_id_and_exactly_17_paper_tasks():
     expected |= {"puzzle/latin_square", "puzzle/sudoku"}
     expected |= {f"{p}/{op}" for p in ("synthetic", "synthetic_infill")
                  for op in ("copy", "replace_index", "replace_random", "shuffle")}
+    expected |= {f"waiting_line/{op}-cot" for op in WL_OPS}  # chain-of-thought variants (tasks/cot.py)
     assert set(reg) == expected
     paper = resolve_tasks("paper")
     assert len(paper) == 17

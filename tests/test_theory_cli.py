@@ -106,13 +106,16 @@ def test_help_has_examples():
         assert res.exit_code == 0 and "Example: parallelbench theory" in res.output
 
 
-def test_simulate_warns_when_the_threshold_sits_on_a_confidence_level():
-    """γ = 0.5 on shuffle is where strict thresholds meet tie-breaking noise: measured 0.5, analytic 1."""
+def test_simulate_on_a_confidence_level_agrees_with_the_closed_form_and_says_which_side():
+    """γ = 0.5 on shuffle: the noise only orders ties, so measured and analytic are both 1."""
     on_level = runner.invoke(app, ["theory", "simulate", "--task", "shuffle", "--n", "3", "--strategy",
-                                   "confidence-threshold", "--threshold", "0.5", "--samples", "50", "--json"])
+                                   "confidence-threshold", "--threshold", "0.5", "--samples", "200", "--json"])
     assert on_level.exit_code == 0, on_level.output
     text = on_level.output + (on_level.stderr if on_level.stderr_bytes is not None else "")
-    assert "equals the confidence level 1/2 of shuffle" in text
+    assert "equals the confidence level 1/2 of shuffle" in text and "do not commit" in text
+    assert "tie-breaking noise" not in text
+    result = json.loads(on_level.stdout)
+    assert result["measured"] == 1.0 == result["analytic"]
     off_level = runner.invoke(app, ["theory", "simulate", "--task", "replace_random", "--n", "4", "--strategy",
                                     "confidence-threshold", "--threshold", "0.8", "--samples", "50"])
     assert off_level.exit_code == 0 and "confidence level" not in off_level.output

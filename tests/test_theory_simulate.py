@@ -75,13 +75,32 @@ def test_confidence_threshold_both_tasks(n):
         r = simulate("replace_random", n, "confidence-threshold", threshold=gamma, samples=500, seed=23 * n)
         assert r.analytic == (1.0 if gamma >= boundary else 0.0)
         _check(r)
-    # thresholds away from the 1/m boundaries, where the tie-breaking noise decides
+    # thresholds between the 1/m levels (the levels themselves: the test below)
     for gamma in (0.22, 0.45, 0.55, 0.9):
         certain = cf.shuffle_threshold_accuracy(n, gamma) == 1.0  # one failure would show
         samples = (150 if certain else 400) if n >= 7 else 1000
         r = simulate("shuffle", n, "confidence-threshold", threshold=gamma, samples=samples, seed=29 * n)
         _check(r)
     assert cf.shuffle_threshold_accuracy(n, 0.55) == 1.0
+
+
+@pytest.mark.parametrize(
+    "task,n,level",
+    [("shuffle", 4, 1 / 2), ("shuffle", 4, 1 / 3), ("shuffle", 6, 1 / 2),
+     ("replace_random", 4, 3 / 4), ("replace_random", 6, 5 / 6), ("replace_random", 5, 3 / 4)],
+)
+def test_threshold_exactly_on_a_confidence_level_and_one_float_step_either_side(task, n, level):
+    """Issue 20 item 6: the noise only orders tied positions, so at gamma equal to a confidence
+    level (strict: that confidence does not commit) and at the neighbouring floats the
+    simulation matches the closed form, which puts gamma = level on the "does not exceed" side."""
+    below, above = math.nextafter(level, 0.0), math.nextafter(level, 1.0)
+    for gamma in (below, level, above):
+        r = simulate(task, n, "confidence-threshold", threshold=gamma, samples=600, seed=7)
+        _check(r)
+    exact = simulate(task, n, "confidence-threshold", threshold=level, samples=50, seed=1).analytic
+    assert exact == cf.accuracy(task, n, "confidence-threshold", threshold=above)
+    if task == "replace_random" and level == (n - 1) / n:
+        assert exact == 1.0 and cf.accuracy(task, n, "confidence-threshold", threshold=below) == 0.0
 
 
 @pytest.mark.parametrize("task", ["copy", "replace_index"])

@@ -53,7 +53,7 @@ def test_decodes_puzzles_in_their_format(tiny):
 def test_every_test_prompt_of_the_trained_tasks_tokenizes():
     _, tok = load_net()
     for task in registry().values():
-        if task.category in ("waiting_line", "puzzle", "synthetic"):
+        if task.category in ("waiting_line", "puzzle", "synthetic") and not task.id.endswith("-cot"):
             for s in task.samples():
                 tok.encode_chat(s.messages)
                 assert tok.decode(tok.encode(s.answer)) == s.answer

@@ -43,6 +43,7 @@ def _mount() -> None:
     from parallelbench.analysis.cli import leaderboard, report
     from parallelbench.models.tiny.cli import app as tiny_app, train
     from parallelbench.models.medusa.cli import app as medusa_app
+    from parallelbench.models.finetune.cli import finetune
     from parallelbench.models.cli import app as models_app
     from parallelbench.integrations.cli import lm_eval_command
     from parallelbench.decoding.cli import strategies
@@ -58,6 +59,7 @@ def _mount() -> None:
     app.command("train")(train)
     app.add_typer(tiny_app, name="tiny")
     app.add_typer(medusa_app, name="medusa")
+    app.command("finetune")(finetune)
     app.add_typer(models_app, name="models")
     app.command(
         "lm-eval",

@@ -28,7 +28,7 @@ def leaderboard(
         None, "--curves", help="Folder of external curves: one <strategy-id>.csv per strategy with columns task,tps,accuracy (percent); rows with task 'avg' are ranked."
     ),
     db: Path = typer.Option(DEFAULT_DB, "--db", help="Results database to rank when --curves is not given."),
-    thresholds: str = typer.Option("80,75,70", "--thresholds", help="Comma-separated accuracy thresholds in percent."),
+    thresholds: str = typer.Option("90,80,70,60", "--thresholds", help="Comma-separated accuracy thresholds in percent."),
     as_json: bool = typer.Option(False, "--json", help="Print {strategy: {threshold: tokens per step}} as JSON."),
 ) -> None:
     """Rank strategies by the most tokens per step they sustain above each accuracy threshold, with AUP beside it.
@@ -64,6 +64,11 @@ def leaderboard(
         per_task, averaged = build_curves(frame)
         ranked = rank(curves_from_points(averaged), levels)
         source = str(db)
+        if not as_json and len(ranked):
+            from parallelbench.analysis.ranking import headline_intervals, with_intervals
+
+            ranked = with_intervals(ranked, headline_intervals(frame, levels, with_aup=False),
+                                    [threshold_name(t) for t in levels])
     if as_json:
         typer.echo(json.dumps(table_json(ranked, levels), indent=2))
         return
@@ -89,10 +94,13 @@ def leaderboard(
     for i, row in ranked.iterrows():
         value = aup_of.get(row["strategy"])
         shown = "–" if value is None or value != value else f"{value:.1f}"
-        table.add_row(str(i + 1), escape(display_name(row["strategy"])), escape(display_name(row["kind"])),
-                      *(f"{row[n]:.2f}" for n in names), shown)
+        table.add_row("=1" if bool(row.get("tied", False)) else str(i + 1), escape(display_name(row["strategy"])),
+                      escape(display_name(row["kind"])), *(_headline(row, n) for n in names), shown)
     console = Console()
     console.print(table)
+    if "tied" in ranked:
+        console.print("[dim]brackets: 95% interval (bootstrap over samples); ≈ and =1: the interval overlaps the "
+                      "leader's, so the order is not established by these samples[/dim]", soft_wrap=True)
     task_columns = [c for c in aups.columns if c.startswith("AUP ")]
     if task_columns:
         per = Table(title="AUP per task (accuracy under parallelism, d3LLM leaderboard definition; y_max over the rows shown)")
@@ -104,20 +112,32 @@ def leaderboard(
         console.print(per)
 
 
+def _headline(row, name: str) -> str:
+    """`2.00 [1.00–4.00]≈`: the headline, its interval when known, ≈ when tied with the leader."""
+    low = row.get(f"{name}_ci_low", float("nan"))
+    if low != low:
+        return f"{row[name]:.2f}"
+    tied = "≈" if bool(row.get(f"{name}_tied", False)) else ""
+    return f"{row[name]:.2f} [{low:.2f}–{row[f'{name}_ci_high']:.2f}]{tied}"
+
+
 def report(
     db: Path = typer.Option(DEFAULT_DB, "--db", help="Results database written by `parallelbench run`."),
     out: Path = typer.Option(Path("parallelbench-out"), "--out", help="Folder for report.html, figures/ (PNG + SVG) and curves/."),
+    x_scale: str = typer.Option("log2", "--x-scale", help="Tokens-per-step axis of every plot: log2 (ticks 1, 2, 4, 8 ...) or linear."),
 ) -> None:
     """Write a self-contained HTML report (works offline) plus PNG/SVG figures.
 
-    Example: parallelbench report --db parallelbench.db --out parallelbench-out
+    Example: parallelbench report --db parallelbench.db --out parallelbench-out --x-scale log2
     """
+    if x_scale not in ("log2", "linear"):
+        _fail(f"--x-scale must be log2 or linear, not {x_scale!r}")
     from parallelbench.analysis.report import ResultsDatabaseError, write_report
     from parallelbench.outputs import OutputError, check_folder, output_error
 
     try:
         check_folder(out, "the report")
-        path = write_report(db, out)
+        path = write_report(db, out, x_scale=x_scale)
     except (FileNotFoundError, ResultsDatabaseError, OutputError) as err:
         _fail(str(err))
     except OSError as err:  # disk full or permissions changed while writing

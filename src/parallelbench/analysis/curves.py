@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from parallelbench.analysis.uncertainty import combine, interval
+
 #: Strategies that unmask a fixed number of tokens per step (no interpolation on the leaderboard).
 TOPK_STRATEGIES = frozenset({"random", "l2r", "confidence-topk", "topk-margin", "entropy-topk"})
 
@@ -190,20 +192,36 @@ def _tps(group: pd.DataFrame, tps_mode: str) -> float:
     raise ValueError(f"tps_mode must be 'ratio' or 'mean', not {tps_mode!r}")
 
 
+#: Interval columns of every operating point: 95% interval of the accuracy (%) and how it was made.
+CI_COLUMNS = ["ci_low", "ci_high", "ci_method"]
+
+
 def task_points(frame: pd.DataFrame, tps_mode: str = "ratio") -> pd.DataFrame:
-    """One row per (model, config, task): accuracy (%), tokens per step, samples, mean NFE."""
-    columns = POINT_KEYS + ["task", "accuracy", "tps", "n", "nfe"]
+    """One row per (model, config, task): accuracy (%) with its 95% interval, tokens per step,
+    samples, mean NFE.
+
+    `n` counts distinct samples (a sample decoded under several seeds counts once; `rows`
+    counts decodes). `ci_low`/`ci_high` follow `uncertainty.interval`: Wilson for 0/1
+    scores, a bootstrap over samples otherwise, clustered by sample when seeds repeat.
+    """
+    columns = POINT_KEYS + ["task", "accuracy", "ci_low", "ci_high", "ci_method", "tps", "n", "rows", "nfe"]
     if frame is None or len(frame) == 0:
         return pd.DataFrame(columns=columns)
     data = with_curves(frame)
     rows = []
     for key, group in data.groupby(POINT_KEYS + ["task"], sort=True, dropna=False):
+        clusters = list(group["sample_id"]) if "sample_id" in group else None
+        ci = interval(group["score"].to_numpy(dtype=float), clusters)
         rows.append(
             dict(
                 zip(POINT_KEYS + ["task"], key),
                 accuracy=100.0 * float(group["score"].mean()),
+                ci_low=100.0 * ci.low,
+                ci_high=100.0 * ci.high,
+                ci_method=ci.method,
                 tps=_tps(group, tps_mode),
-                n=int(len(group)),
+                n=int(ci.n) if clusters is not None else int(len(group)),
+                rows=int(len(group)),
                 nfe=float(group["nfe"].mean()),
             )
         )
@@ -211,13 +229,26 @@ def task_points(frame: pd.DataFrame, tps_mode: str = "ratio") -> pd.DataFrame:
 
 
 def average_points(points: pd.DataFrame) -> pd.DataFrame:
-    """Task-averaged operating points: each task weighs the same (paper figure 7)."""
-    columns = POINT_KEYS + ["accuracy", "tps", "n_tasks", "n"]
+    """Task-averaged operating points: each task weighs the same (paper figure 7).
+
+    The interval combines the tasks' intervals (`uncertainty.combine`, MOVER); `n` is the
+    number of samples summed over tasks.
+    """
+    columns = POINT_KEYS + ["accuracy", "ci_low", "ci_high", "ci_method", "tps", "n_tasks", "n"]
     if len(points) == 0:
         return pd.DataFrame(columns=columns)
     grouped = points.groupby(POINT_KEYS, sort=True, dropna=False)
-    out = grouped.agg(accuracy=("accuracy", "mean"), tps=("tps", "mean"), n_tasks=("task", "nunique"), n=("n", "sum"))
-    return out.reset_index()[columns].sort_values(["model", "curve", "tps"], kind="stable").reset_index(drop=True)
+    out = grouped.agg(accuracy=("accuracy", "mean"), tps=("tps", "mean"), n_tasks=("task", "nunique"), n=("n", "sum")).reset_index()
+    if "ci_low" in points:
+        bounds = {key: combine(g["accuracy"], g["ci_low"], g["ci_high"])[1:] for key, g in grouped}
+        keys = list(zip(*(out[k] for k in POINT_KEYS)))
+        out["ci_low"] = [bounds[k][0] for k in keys]
+        out["ci_high"] = [bounds[k][1] for k in keys]
+        out["ci_method"] = "task average (MOVER)"
+    else:
+        out["ci_low"] = out["ci_high"] = float("nan")
+        out["ci_method"] = "none"
+    return out[columns].sort_values(["model", "curve", "tps"], kind="stable").reset_index(drop=True)
 
 
 def curves(frame: pd.DataFrame, tps_mode: str = "ratio") -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -5,6 +5,12 @@ with a parallel decode (more than one token per pass) of the same model and samp
 not. Each token is coloured by the step that committed it (the `order` and `token_texts`
 columns), which shows where parallel commits went wrong: tokens sharing a colour were
 committed in the same forward pass.
+
+One quantity throughout: a step is one forward call of the model. The card's step count is
+the decode's NFE, the same denominator as its tokens per step (tokens / forward calls), and
+the colour bar runs from forward call 1 to that NFE, so a token committed in the last call
+has the bar's last colour. Calls that commit only tokens not shown (e.g. [EOS] padding) still
+count; the card says how many calls committed a shown token.
 """
 
 from __future__ import annotations
@@ -30,10 +36,19 @@ class Decode:
     score: float
     output: str
     tokens: list[tuple[str, int]] = field(default_factory=list)
+    nfe: int | None = None  # forward calls of the decode (None: not recorded)
+    num_tokens: int | None = None  # generated tokens counted by tokens per step
 
     @property
     def steps(self) -> int:
-        """Number of distinct commit steps among generated tokens."""
+        """Forward calls of the decode: the NFE when recorded, else the last commit step + 1."""
+        if self.nfe is not None and self.nfe > 0:
+            return int(self.nfe)
+        return self.last_step + 1 if self.last_step >= 0 else 0
+
+    @property
+    def committing_steps(self) -> int:
+        """Forward calls that committed at least one of the shown tokens."""
         return len({s for _, s in self.tokens if s >= 0})
 
     @property
@@ -60,7 +75,17 @@ def _decode(row) -> Decode:
         score=float(row["score"]),
         output=str(row.get("output", "") or ""),
         tokens=tokens,
+        nfe=_count(row.get("nfe")),
+        num_tokens=_count(row.get("num_tokens")),
     )
+
+
+def _count(value) -> int | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if number == number and number >= 0 else None
 
 
 def find_failures(frame: pd.DataFrame, correct_at: float = 1.0, per_task: int = 3) -> dict[str, list[FailurePair]]:
@@ -115,7 +140,7 @@ def tokens_html(decode: Decode) -> str:
     """The output as coloured spans (hover shows the step) followed by its colour bar."""
     if not decode.tokens:
         return f'<pre class="plain">{html.escape(decode.output)}</pre><p class="note">no per-token order recorded</p>'
-    last = max(decode.last_step, 1)
+    last = max(decode.steps - 1, decode.last_step, 1)
     spans = []
     for text, step, count in _collapse_trailing(decode.tokens):
         shown = html.escape(text) + (f"<sub>×{count}</sub>" if count > 1 else "")
@@ -123,29 +148,45 @@ def tokens_html(decode: Decode) -> str:
             spans.append(f'<span class="tok prefilled" title="pre-filled">{shown}</span>')
             continue
         background, foreground = _colour(step / last)
-        spans.append(f'<span class="tok" style="background:{background};color:{foreground}" title="step {step}">{shown}</span>')
-    bar = _colour_bar(decode.last_step)
+        title = f"forward call {step + 1} of {max(decode.steps, step + 1)}"
+        spans.append(f'<span class="tok" style="background:{background};color:{foreground}" title="{title}">{shown}</span>')
+    bar = _colour_bar(max(decode.steps, decode.last_step + 1))
     return f'<div class="tokens">{"".join(spans)}</div>{bar}'
 
 
-def _colour_bar(last_step: int) -> str:
+def _colour_bar(calls: int) -> str:
+    """Viridis from forward call 1 to forward call `calls` (the decode's NFE)."""
     from plotly.colors import sample_colorscale
 
     stops = sample_colorscale("Viridis", [i / 10 for i in range(11)])
     gradient = ", ".join(stops)
     return (
-        '<div class="colourbar"><span>step 0 (first)</span>'
+        '<div class="colourbar"><span>forward call 1</span>'
         f'<span class="ramp" style="background:linear-gradient(to right, {gradient})"></span>'
-        f"<span>step {max(last_step, 0)} (last)</span>"
+        f"<span>forward call {max(calls, 1)} (last)</span>"
         '<span class="tok prefilled">pre-filled</span></div>'
     )
+
+
+def _speed(decode: Decode) -> str:
+    """"2.00 tokens/step = 32 tokens / 16 forward calls (15 committed a shown token)": one
+    step count, the one tokens per step divides by."""
+    calls = decode.steps
+    text = f"{decode.tps:.2f} tokens/step"
+    if decode.num_tokens is not None and calls:
+        text += f" = {decode.num_tokens} tokens / {calls} forward call{'s' if calls != 1 else ''}"
+    else:
+        text += f" · {calls} forward call{'s' if calls != 1 else ''}"
+    if decode.committing_steps != calls:
+        text += f" ({decode.committing_steps} committed a shown token)"
+    return text
 
 
 def _decode_html(title: str, decode: Decode) -> str:
     return (
         f'<div class="decode"><h4>{html.escape(title)}</h4>'
         f'<p class="meta"><code>{html.escape(display_name(decode.config))}</code> · score {decode.score:.2f} · '
-        f"{decode.tps:.2f} tokens/step · {decode.steps} steps</p>{tokens_html(decode)}</div>"
+        f"{_speed(decode)}</p>{tokens_html(decode)}</div>"
     )
 
 

@@ -1,7 +1,11 @@
 """Static figures for papers (matplotlib, PNG and SVG): trade-off, per-task panels, task map.
 
 Every axis names its quantity and unit and every plot with more than one series has a
-legend, so figures can be dropped into a paper as they are.
+legend, so figures can be dropped into a paper as they are. Tokens per step is drawn on a
+log2 axis by default (ticks 1, 2, 4, 8 ..., the paper's k grid; `x_scale="linear"` for the
+old look), accuracy points carry their 95% interval as error bars when the frame has
+`ci_low` / `ci_high` columns, and task-map labels sit on leader lines where they overlap
+nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from parallelbench.analysis.curves import ACCURACY_AXIS, TPS_AXIS
-from parallelbench.analysis.taskmap import X_AXIS, Y_AXIS
+from parallelbench.analysis.labels import Box, place_labels
+from parallelbench.analysis.taskmap import ACCURACY_LEVEL, DEFINITION, X_AXIS, Y_AXIS
 from parallelbench.display import display_name
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
@@ -47,7 +52,61 @@ def _marker(kind: str) -> str:
     return {"topk": "o", "adaptive": "s", "oracle": "*"}.get(kind, "o")
 
 
-def tradeoff_figure(averaged: pd.DataFrame, oracle: pd.DataFrame, model: str):
+def _positive(values) -> np.ndarray:
+    v = np.asarray(pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce"), dtype=float)
+    return v[np.isfinite(v) & (v > 0)]
+
+
+def log2_limits(values) -> tuple[float, float]:
+    """Axis limits for tokens per step on a log2 axis: the data's range padded by a fifth of
+    a doubling on each side, never tighter than [1, 2] (a single k = 1 point still reads)."""
+    v = _positive(values)
+    lo, hi = (float(v.min()), float(v.max())) if len(v) else (1.0, 2.0)
+    lo, hi = min(lo, 1.0) if lo >= 1.0 else lo, max(hi, 2.0)
+    return lo / 2**0.2, hi * 2**0.2
+
+
+def log2_ticks(values) -> list[float]:
+    """Powers of two spanning the data (1, 2, 4, 8 ...; halves below 1 when a point is)."""
+    lo, hi = log2_limits(values)
+    return [2.0**e for e in range(math.ceil(math.log2(lo)), math.floor(math.log2(hi)) + 1)]
+
+
+def tick_text(value: float) -> str:
+    return f"{value:g}"
+
+
+def _tps_axis(ax, values, x_scale: str, fontsize: float | None = None) -> None:
+    """Tokens per step on log2 (default, ticks at powers of two) or linear scale."""
+    if x_scale == "linear":
+        return
+    if x_scale != "log2":
+        raise ValueError(f"x scale must be 'log2' or 'linear', not {x_scale!r}")
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(*log2_limits(values))
+    ticks = log2_ticks(values)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([tick_text(t) for t in ticks], fontsize=fontsize)
+
+
+def _yerr(group: pd.DataFrame):
+    """[below, above] distances of the 95% interval from each point; None without ci columns."""
+    if not {"ci_low", "ci_high"} <= set(group.columns):
+        return None
+    acc = group["accuracy"].to_numpy(dtype=float)
+    low = pd.to_numeric(group["ci_low"], errors="coerce").to_numpy(dtype=float)
+    high = pd.to_numeric(group["ci_high"], errors="coerce").to_numpy(dtype=float)
+    if not (np.isfinite(low).any() or np.isfinite(high).any()):
+        return None
+    below = np.nan_to_num(np.clip(acc - low, 0, None))
+    above = np.nan_to_num(np.clip(high - acc, 0, None))
+    return np.vstack([below, above])
+
+
+def tradeoff_figure(averaged: pd.DataFrame, oracle: pd.DataFrame, model: str, x_scale: str = "log2"):
     """Task-averaged accuracy against tokens per step for one model, oracle as stars (figure 7)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
@@ -56,21 +115,25 @@ def tradeoff_figure(averaged: pd.DataFrame, oracle: pd.DataFrame, model: str):
     for curve, group in points.groupby("curve", sort=True):
         group = group.sort_values("tps")
         kind = str(group["strategy_kind"].iloc[0])
-        ax.plot(group["tps"], group["accuracy"], marker=_marker(kind), color=palette[curve], label=_label(curve))
+        ax.errorbar(
+            group["tps"], group["accuracy"], yerr=_yerr(group), marker=_marker(kind), color=palette[curve],
+            label=_label(curve), capsize=2, elinewidth=0.8,
+        )
     stars = oracle[oracle["model"] == model] if len(oracle) else oracle
     for _, row in stars.iterrows():
         ax.plot([row["tps"]], [row["accuracy"]], marker="*", markersize=16, linestyle="none", color="gold", markeredgecolor="black", label=_label(row["curve"]))
-    ax.set_xlabel(TPS_AXIS)
+    _tps_axis(ax, list(points["tps"]) + list(stars["tps"] if len(stars) else []), x_scale)
+    ax.set_xlabel(TPS_AXIS + (", log2 scale" if x_scale == "log2" else ""))
     ax.set_ylabel(ACCURACY_AXIS)
     ax.set_title(f"Speed-quality trade-off, {_label(model)} (task-averaged)")
-    ax.set_ylim(-2, 102)
+    ax.set_ylim(-4, 104)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     return fig
 
 
-def task_panels_figure(per_task: pd.DataFrame, model: str):
+def task_panels_figure(per_task: pd.DataFrame, model: str, x_scale: str = "log2"):
     """One panel per task, accuracy against tokens per step per curve (paper figure 4)."""
     plt = _pyplot()
     points = per_task[per_task["model"] == model]
@@ -84,12 +147,16 @@ def task_panels_figure(per_task: pd.DataFrame, model: str):
         for curve, group in points[points["task"] == task].groupby("curve", sort=True):
             group = group.sort_values("tps")
             kind = str(group["strategy_kind"].iloc[0])
-            (line,) = ax.plot(group["tps"], group["accuracy"], marker=_marker(kind), markersize=4, color=palette[curve], label=_label(curve))
-            handles[curve] = line
+            drawn = ax.errorbar(
+                group["tps"], group["accuracy"], yerr=_yerr(group), marker=_marker(kind), markersize=4,
+                color=palette[curve], label=_label(curve), capsize=1.5, elinewidth=0.7,
+            )
+            handles[curve] = drawn.lines[0]
         ax.set_title(_label(task), fontsize=9)
-        ax.set_xlabel(TPS_AXIS, fontsize=6)
+        _tps_axis(ax, points["tps"], x_scale, fontsize=7)
+        ax.set_xlabel("tokens per step" + (" (log2)" if x_scale == "log2" else ""), fontsize=7)
         ax.set_ylabel(ACCURACY_AXIS, fontsize=7)
-        ax.set_ylim(-2, 102)
+        ax.set_ylim(-4, 104)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(tasks):]:
@@ -102,27 +169,85 @@ def task_panels_figure(per_task: pd.DataFrame, model: str):
 
 
 def taskmap_figure(tmap: pd.DataFrame):
-    """Scatter of tasks: parallelizability (reversed axis, right = harder) against order preference."""
+    """Tasks by parallelizability (reversed x, right = harder) and order preference, coloured
+    by accuracy level, each label on a leader line where it overlaps no other label or
+    marker; the definition is printed under the plot."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.8))
-    shown = tmap.dropna(subset=["parallelizability", "order_slope"])
-    categories = sorted(shown["category"].astype(str).unique())
-    palette = colours(categories)
-    for category in categories:
-        group = shown[shown["category"].astype(str) == category]
-        ax.scatter(group["parallelizability"], group["order_slope"], color=palette[category], label=_label(category) if category else "tasks", s=40)
-        for _, row in group.iterrows():
-            ax.annotate(_label(row["task"], 30), (row["parallelizability"], row["order_slope"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    fig, ax = plt.subplots(figsize=(7.6, 6.4))
+    fig.subplots_adjust(left=0.12, right=0.86, top=0.92, bottom=0.27)
+    shown = tmap.dropna(subset=["parallelizability", "order_slope"]).reset_index(drop=True)
+    categories = shown["category"].astype(str) if "category" in shown else pd.Series("", index=shown.index)
+    level = shown["accuracy"].astype(float) if "accuracy" in shown else pd.Series(np.nan, index=shown.index)
+    markers = ["o", "s", "D", "^", "P", "X", "p", "v"]
+    scatter = None
+    for j, category in enumerate(sorted(categories.unique())):
+        mask = categories == category
+        scatter = ax.scatter(
+            shown.loc[mask, "parallelizability"], shown.loc[mask, "order_slope"], c=level[mask].fillna(-1), cmap="viridis",
+            vmin=0, vmax=100, marker=markers[j % len(markers)], s=55, edgecolors="#333", linewidths=0.6,
+            label=_label(category) if category else "tasks", zorder=3,
+        )
     ax.axhline(0.0, color="grey", linewidth=0.8)
-    ax.invert_xaxis()
+    x = shown["parallelizability"].to_numpy(dtype=float)
+    y = shown["order_slope"].to_numpy(dtype=float)
+
+    def padded(v, pad):
+        lo, hi = float(v.min()), float(v.max())
+        span = hi - lo if hi > lo else max(abs(hi), 1.0)
+        return lo - pad * span, hi + pad * span
+
+    ax.set_xlim(*reversed(padded(x, 0.08)))  # reversed: harder-to-parallelize tasks on the right
+    ax.set_ylim(*padded(y, 0.12))
     ax.set_xlabel(X_AXIS, fontsize=8)
     ax.set_ylabel(Y_AXIS, fontsize=8)
     ax.set_title("Task map")
-    if categories:
-        ax.legend(fontsize=8, title="category")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
+    if scatter is not None:
+        bar = fig.colorbar(scatter, ax=ax, fraction=0.05, pad=0.02)
+        bar.set_label(ACCURACY_LEVEL, fontsize=7)
+        bar.ax.tick_params(labelsize=7)
+        legend = ax.legend(fontsize=7, title="category (marker shape)", title_fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.13), ncol=4, frameon=False)
+        for handle in getattr(legend, "legend_handles", None) or getattr(legend, "legendHandles", []):
+            if hasattr(handle, "set_array"):
+                handle.set_array(None)  # colour is accuracy, not category: grey in the legend
+            handle.set_facecolor("#bbbbbb")
+    label_taskmap(fig, ax, shown["task"], x, y)
+    fig.text(0.02, 0.015, "\n".join(_wrap(DEFINITION, 130)), fontsize=6.5, color="#333", va="bottom", ha="left")
     return fig
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width)
+
+
+TASKMAP_LABEL_PT = 7.0
+
+
+def label_taskmap(fig, ax, tasks, x, y) -> list:
+    """Annotate each point with its task name on a leader line, placed in display
+    coordinates (points) so that no two labels overlap and every label stays in the axes."""
+    fig.canvas.draw()
+    to_px = ax.transData.transform
+    scale = 72.0 / fig.dpi  # pixels -> points
+    bbox = ax.get_window_extent()
+    height = fig.bbox.height
+    # labels.py works with y growing downwards
+    points = [(px * scale, (height - py) * scale) for px, py in to_px(np.column_stack([x, y]))] if len(x) else []
+    area = Box(bbox.x0 * scale + 2, (height - bbox.y1) * scale + 2, bbox.x1 * scale - 2, (height - bbox.y0) * scale - 2)
+    texts = [display_name(t, 30) for t in tasks]
+    offsets = place_labels(points, texts, area, font_size=TASKMAP_LABEL_PT, marker=5.0, gap=1.5)
+    out = []
+    for xi, yi, text, (dx, dy) in zip(x, y, texts, offsets):
+        out.append(
+            ax.annotate(
+                text.replace("$", r"\$"), (xi, yi), xytext=(dx, -dy), textcoords="offset points", fontsize=TASKMAP_LABEL_PT,
+                ha="center", va="center", arrowprops=dict(arrowstyle="-", color="#888", linewidth=0.6, shrinkA=0, shrinkB=4),
+                bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.8), zorder=4,
+            )
+        )
+    return out
 
 
 def save(fig, out_dir: Path, stem: str) -> list[Path]:
@@ -177,14 +302,16 @@ def file_stem(text: str) -> str:
     return _bounded(clean, text, 120) if text else "unnamed"
 
 
-def write_figures(out_dir: Path, per_task: pd.DataFrame, averaged: pd.DataFrame, oracle: pd.DataFrame, tmap: pd.DataFrame) -> list[Path]:
+def write_figures(
+    out_dir: Path, per_task: pd.DataFrame, averaged: pd.DataFrame, oracle: pd.DataFrame, tmap: pd.DataFrame, x_scale: str = "log2"
+) -> list[Path]:
     """All static figures the data supports; returns the files written."""
     out_dir = Path(out_dir)
     written: list[Path] = []
     names = file_names(averaged["model"].unique()) if len(averaged) else {}
     for model in sorted(averaged["model"].unique()) if len(averaged) else []:
-        written += save(tradeoff_figure(averaged, oracle, model), out_dir, f"tradeoff_{names[model]}")
-        written += save(task_panels_figure(per_task, model), out_dir, f"tasks_{names[model]}")
+        written += save(tradeoff_figure(averaged, oracle, model, x_scale), out_dir, f"tradeoff_{names[model]}")
+        written += save(task_panels_figure(per_task, model, x_scale), out_dir, f"tasks_{names[model]}")
     if len(tmap) and np.isfinite(tmap[["parallelizability", "order_slope"]].to_numpy(dtype=float)).all(axis=1).any():
         written += save(taskmap_figure(tmap), out_dir, "taskmap")
     return written

@@ -18,7 +18,7 @@ import pandas as pd
 
 from parallelbench.analysis.curves import strategy_kind
 
-DEFAULT_THRESHOLDS = (80.0, 75.0, 70.0)
+DEFAULT_THRESHOLDS = (90.0, 80.0, 70.0, 60.0)  # the PB90..PB60 headline columns
 
 
 def merge_equal_tps(points: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -60,12 +60,12 @@ def parse_thresholds(text: str) -> list[float]:
         try:
             value = float(item)
         except ValueError:
-            raise ValueError(f"threshold {item!r} is not a number; use e.g. --thresholds 80,75,70") from None
+            raise ValueError(f"threshold {item!r} is not a number; use e.g. --thresholds 90,80,70,60") from None
         if not 0.0 <= value <= 100.0:
             raise ValueError(f"threshold {item} is outside 0..100 (accuracy is in percent)")
         values.append(value)
     if not values:
-        raise ValueError("no thresholds given; use e.g. --thresholds 80,75,70")
+        raise ValueError("no thresholds given; use e.g. --thresholds 90,80,70,60")
     return values
 
 

@@ -1,6 +1,7 @@
 """`write_report`: one self-contained HTML page (plotly.js and CSS inlined, works offline).
 
 Sections: leaderboard, speed-quality trade-off with the oracle, per-task panels, task map,
+chain-of-thought vs direct runs (when a `<task>-cot` task was run),
 failure browser, and the static figures (PNG + SVG) written beside the page. A section
 without the data it needs says which runs would fill it instead of failing.
 """
@@ -14,15 +15,19 @@ from pathlib import Path
 import pandas as pd
 
 from parallelbench.analysis import figures
-from parallelbench.analysis.curves import ACCURACY_AXIS, TPS_AXIS, curves
+from parallelbench.analysis.curves import curves
 from parallelbench.analysis.failures import failures_html, find_failures
 from parallelbench.analysis.aup import aup_by_task
+from parallelbench.analysis.cot import cot_comparison
 from parallelbench.analysis.leaderboard import curves_from_points, rank, threshold_name
+from parallelbench.analysis.ranking import headline_intervals, with_intervals
+from parallelbench.analysis.uncertainty import precision_line
 
 # The report's headline columns PB90..PB60: tokens per step sustained at >= 90/80/70/60 % accuracy.
 REPORT_THRESHOLDS = (90.0, 80.0, 70.0, 60.0)
 from parallelbench.analysis.oracle import oracle_points
-from parallelbench.analysis.taskmap import X_AXIS, Y_AXIS, task_map
+from parallelbench.analysis import plots
+from parallelbench.analysis.taskmap import DEFINITION, task_map
 from parallelbench.display import display_name
 
 REPORT_NAME = "report.html"
@@ -34,10 +39,10 @@ header p{margin:0;color:#c9d1dc;font-size:13px}main{padding:8px 32px 48px;max-wi
 section{background:#fff;border-radius:8px;padding:14px 22px;margin:18px 0;box-shadow:0 1px 3px rgba(0,0,0,.08)}
 h2{font-size:19px;margin:6px 0 8px}h3{font-size:15px;margin:14px 0 6px}h4{margin:4px 0;font-size:13px}
 p.help{color:#4a5463;font-size:13px;margin:4px 0 10px}p.missing{color:#8a4b00;background:#fff6e5;padding:8px 12px;border-radius:6px}
-table{border-collapse:collapse;font-size:13px;margin:6px 0}th,td{padding:5px 10px;border-bottom:1px solid #e3e6ea;text-align:right}
+table{border-collapse:collapse;font-size:13px;margin:6px 0;display:block;max-width:100%;overflow-x:auto}th,td{padding:5px 10px;border-bottom:1px solid #e3e6ea;text-align:right}
 th{background:#eef1f4}td.name,th.name{text-align:left}td.kind{text-align:left;color:#4a5463}
 .summary span{display:inline-block;margin-right:18px;font-size:13px}
-.plot{min-height:420px}.side-by-side{display:grid;grid-template-columns:1fr 1fr;gap:12px}
+.plot{min-height:420px;overflow-x:auto}.plot.taskmap{min-height:560px}p.definition{font-size:12px;max-width:660px}.side-by-side{display:grid;grid-template-columns:1fr 1fr;gap:12px}
 .decode{border:1px solid #e3e6ea;border-radius:6px;padding:8px}.pair{margin:8px 0 16px}
 .tokens{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;line-height:1.9;white-space:pre-wrap;word-break:break-word}
 .tok{border-radius:3px;padding:1px 1px;margin:0 1px}.tok.prefilled{background:#d9dde3;color:#333}
@@ -45,6 +50,7 @@ th{background:#eef1f4}td.name,th.name{text-align:left}td.kind{text-align:left;co
 .colourbar .ramp{display:inline-block;width:160px;height:10px;border-radius:3px}
 p.meta{font-size:12px;color:#4a5463;margin:2px 0 6px}details summary{cursor:pointer;font-weight:600;margin:8px 0}
 ul.files{font-size:13px;columns:2}code{font-size:12px}
+span.ci{font-size:11px;color:#6a7483}td.tied{background:#fff8dc}p.precision{font-size:13px;margin:8px 0 2px}
 """
 
 
@@ -115,12 +121,49 @@ def _aup_section(aups: pd.DataFrame) -> str:
     )
 
 
-def _leaderboard_section(averaged: pd.DataFrame, thresholds, aups: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
+def _cot_section(cot: pd.DataFrame) -> str:
+    """CoT and direct runs of the same model and strategy setting, with what each spent."""
+    intro = (
+        '<p class="help">Each <code>&lt;task&gt;-cot</code> run beside the direct task with the same model and strategy '
+        "setting: accuracy, and the mean generated tokens and forward passes (NFE) per sample. The paper finds CoT "
+        "keeps accuracy up under parallel decoding at about 8x the output tokens (appendix on CoT prompting). "
+        "&ndash; : no direct run of that setting.</p>"
+    )
+    rows = []
+    for _, r in cot.iterrows():
+        rows.append(
+            f'<tr><td class="name">{_shown(r["model"])}</td><td class="name">{_shown(r["task"])}</td>'
+            f'<td class="name">{_shown(r["config"])}</td>'
+            f'{_fmt(r["direct_accuracy"], 1)}{_fmt(r["cot_accuracy"], 1)}'
+            f'{_fmt(r["direct_tokens"], 1)}{_fmt(r["cot_tokens"], 1)}{_fmt(r["direct_nfe"], 1)}{_fmt(r["cot_nfe"], 1)}'
+            f'{_fmt(r["direct_n"], 0)}{_fmt(r["cot_n"], 0)}</tr>'
+        )
+    head = (
+        '<tr><th class="name">model</th><th class="name">task</th><th class="name">strategy</th>'
+        "<th>direct acc. (%)</th><th>CoT acc. (%)</th><th>direct tokens</th><th>CoT tokens</th>"
+        "<th>direct NFE</th><th>CoT NFE</th><th>direct n</th><th>CoT n</th></tr>"
+    )
+    return intro + f'<table id="cot"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _ci_cell(value: float, low: float, high: float, tied: bool, digits: int) -> str:
+    """A headline with its 95% interval underneath; tied-with-the-leader cells are marked."""
+    if value != value:
+        return "<td>–</td>"
+    interval = f'<br><span class="ci">{low:.{digits}f}–{high:.{digits}f}</span>' if low == low else ""
+    mark = ' class="tied" title="interval overlaps the leader\'s: tied"' if tied else ""
+    return f"<td{mark}>{value:.{digits}f}{'&thinsp;≈' if tied else ''}{interval}</td>"
+
+
+def _leaderboard_section(averaged: pd.DataFrame, thresholds, aups: pd.DataFrame | None = None,
+                         frame: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
     intro = (
         '<p class="help">Most tokens per step a strategy sustains while its task-averaged accuracy stays at or above each '
         "threshold. Operating points are walked from the lowest tokens per step upward; adaptive strategies interpolate "
         "linearly to the crossing, top-k strategies keep the last point above. 0 means even the slowest setting is below "
-        "the threshold. Higher is better.</p>"
+        "the threshold. Higher is better. Under each value: its 95% interval (bootstrap over samples, the same draws for "
+        "every strategy). ≈ marks strategies whose interval overlaps the leader's in that column: they are tied with it, "
+        "and the order among them is not established by these samples.</p>"
     )
     if len(averaged) == 0:
         return intro + _missing("No results yet: run at least one strategy at one or more parameter settings (parallelbench run)."), pd.DataFrame()
@@ -128,62 +171,45 @@ def _leaderboard_section(averaged: pd.DataFrame, thresholds, aups: pd.DataFrame 
     aup_of = dict(zip(aups["strategy"], aups["AUP"])) if aups is not None and len(aups) else {}
     table["AUP"] = [aup_of.get(s, float("nan")) for s in table["strategy"]]
     names = [threshold_name(t) for t in thresholds]
+    intervals = headline_intervals(frame, thresholds) if frame is not None and len(frame) else pd.DataFrame()
+    table = with_intervals(table, intervals, [*names, "AUP"])
     head = "".join(f'<th title="tokens per step sustained at accuracy ≥ {n}%">PB{n}</th>' for n in names)
     head += '<th title="accuracy under parallelism, averaged over tasks">AUP</th>'
     rows = []
     for i, row in table.iterrows():
-        cells = "".join(f"<td>{row[n]:.2f}</td>" for n in names) + _fmt(row["AUP"], 1)
+        cells = "".join(_ci_cell(row[n], row[f"{n}_ci_low"], row[f"{n}_ci_high"], bool(row[f"{n}_tied"]), 2) for n in names)
+        cells += _ci_cell(row["AUP"], row["AUP_ci_low"], row["AUP_ci_high"], bool(row["AUP_tied"]), 1)
+        rank_text = "=1" if bool(row["tied"]) else str(i + 1)
         rows.append(
-            f'<tr class="lb-row" data-strategy="{_shown(row["strategy"])}"><td>{i + 1}</td>'
+            f'<tr class="lb-row" data-strategy="{_shown(row["strategy"])}" data-tied="{str(bool(row["tied"])).lower()}"><td>{rank_text}</td>'
             f'<td class="name" title="{html.escape(display_name(row["strategy"], 400))}">{_shown(row["strategy"])}</td><td class="kind">{_shown(row["kind"])}</td>{cells}<td>{row["points"]}</td></tr>'
         )
     body = (
         f'<table id="leaderboard"><thead><tr><th>#</th><th class="name">strategy</th><th class="name">kind</th>{head}'
         f'<th>operating points</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
     )
+    tied = [str(s) for s, t in zip(table["strategy"], table["tied"]) if t]
+    if tied:
+        body += (f'<p class="help">Tied for first on PB{names[0]} (the ranking column): '
+                 f'{", ".join(_shown(s) for s in tied)}.</p>')
     return intro + body, table
 
 
-def _tradeoff_section(averaged: pd.DataFrame, oracle_avg: pd.DataFrame) -> str:
-    import plotly.graph_objects as go
-
+def _tradeoff_section(averaged: pd.DataFrame, oracle_avg: pd.DataFrame, x_scale: str = "log2") -> str:
     intro = (
         '<p class="help">Task-averaged accuracy against tokens per step, one marker per parameter setting '
-        "(circles: top-k, squares: adaptive). Up and to the right is better. The star is the per-sample threshold oracle "
-        "(appendix G.2): for every sample the cheapest confidence threshold that still reaches that sample's best score.</p>"
+        "(circles: top-k, squares: adaptive); tokens per step on a log2 axis (the paper's k = 1, 2, 4, 8 ...), "
+        "error bars are 95% intervals where the results carry them. Up and to the right is better. The star is the "
+        "per-sample threshold oracle (appendix G.2): for every sample the cheapest confidence threshold that still "
+        "reaches that sample's best score.</p>"
     )
     if len(averaged) == 0:
         return intro + _missing("Needs results of at least one strategy (parallelbench run).")
-    palette = figures.colours(averaged["curve"])
     parts = [intro]
     ids = figures.file_names(averaged["model"].unique())
     for model in sorted(averaged["model"].unique()):
-        fig = go.Figure()
-        points = averaged[averaged["model"] == model]
-        for curve, group in points.groupby("curve", sort=True):
-            group = group.sort_values("tps")
-            kind = str(group["strategy_kind"].iloc[0])
-            fig.add_trace(
-                go.Scatter(
-                    x=group["tps"], y=group["accuracy"], mode="lines+markers", name=_shown(curve),
-                    marker=dict(symbol="square" if kind == "adaptive" else "circle", size=8, color=palette[curve]),
-                    line=dict(color=palette[curve]), text=group["config"].map(_shown),
-                    hovertemplate="%{text}<br>%{x:.2f} tokens/step<br>%{y:.1f}% accuracy<extra></extra>",
-                )
-            )
+        fig = plots.tradeoff_plot(averaged, oracle_avg, model, x_scale)
         stars = oracle_avg[oracle_avg["model"] == model] if len(oracle_avg) else oracle_avg
-        for _, row in stars.iterrows():
-            fig.add_trace(
-                go.Scatter(
-                    x=[row["tps"]], y=[row["accuracy"]], mode="markers", name=_shown(row["curve"]),
-                    marker=dict(symbol="star", size=18, color="gold", line=dict(color="black", width=1)),
-                    hovertemplate="oracle<br>%{x:.2f} tokens/step<br>%{y:.1f}% accuracy<extra></extra>",
-                )
-            )
-        fig.update_layout(
-            title=f"Speed-quality trade-off: {_shown(model)}", xaxis_title=TPS_AXIS, yaxis_title=ACCURACY_AXIS,
-            yaxis_range=[-2, 102], legend_title_text="strategy", height=460, margin=dict(l=60, r=20, t=50, b=50),
-        )
         parts.append(f"<h3>{_shown(model)}</h3>")
         parts.append(f'<div class="plot">{_plot_html(fig, f"tradeoff-{ids[model]}")}</div>')
         if len(stars):
@@ -200,57 +226,27 @@ def _tradeoff_section(averaged: pd.DataFrame, oracle_avg: pd.DataFrame) -> str:
     return "".join(parts)
 
 
-def _tasks_section(per_task: pd.DataFrame) -> str:
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    intro = '<p class="help">The same operating points, task by task (as in the paper\'s figure 4). Click a legend entry to hide a strategy.</p>'
+def _tasks_section(per_task: pd.DataFrame, x_scale: str = "log2") -> str:
+    intro = (
+        '<p class="help">The same operating points, task by task (as in the paper\'s figure 4), tokens per step on a '
+        "log2 axis, 95% intervals as error bars where the results carry them. Click a legend entry to hide a strategy.</p>"
+    )
     if len(per_task) == 0:
         return intro + _missing("Needs results of at least one strategy (parallelbench run).")
-    palette = figures.colours(per_task["curve"])
     parts = [intro]
     ids = figures.file_names(per_task["model"].unique())
     for model in sorted(per_task["model"].unique()):
-        points = per_task[per_task["model"] == model]
-        tasks = sorted(points["task"].unique())
-        cols = min(4, len(tasks))
-        rows = -(-len(tasks) // cols)
-        fig = make_subplots(rows=rows, cols=cols, subplot_titles=[_shown(t) for t in tasks], horizontal_spacing=0.06, vertical_spacing=0.12 if rows < 4 else 0.06)
-        shown = set()
-        curve_ids = {c: i for i, c in enumerate(sorted(points["curve"].unique()))}
-        for i, task in enumerate(tasks):
-            r, c = i // cols + 1, i % cols + 1
-            for curve, group in points[points["task"] == task].groupby("curve", sort=True):
-                group = group.sort_values("tps")
-                fig.add_trace(
-                    go.Scatter(
-                        x=group["tps"], y=group["accuracy"], mode="lines+markers", name=_shown(curve),
-                        legendgroup=f"c{curve_ids[curve]}", showlegend=curve not in shown,
-                        marker=dict(color=palette[curve], size=6), line=dict(color=palette[curve]),
-                        text=group["config"].map(_shown), hovertemplate="%{text}<br>%{x:.2f} tokens/step<br>%{y:.1f}%<extra></extra>",
-                    ),
-                    row=r, col=c,
-                )
-                shown.add(curve)
-            fig.update_xaxes(title_text="tokens per step", row=r, col=c)
-            fig.update_yaxes(title_text=ACCURACY_AXIS, range=[-2, 102], row=r, col=c)
-        fig.update_layout(
-            title=f"Per task: {_shown(model)} (x: {TPS_AXIS})", height=300 * rows + 80, legend_title_text="strategy",
-            margin=dict(l=60, r=20, t=70, b=40),
-        )
+        fig = plots.task_panels_plot(per_task, model, x_scale)
         parts.append(f"<h3>{_shown(model)}</h3>")
         parts.append(f'<div class="plot">{_plot_html(fig, f"tasks-{ids[model]}")}</div>')
     return "".join(parts)
 
 
 def _taskmap_section(tmap: pd.DataFrame) -> str:
-    import plotly.graph_objects as go
-
     intro = (
-        '<p class="help">Each task placed by how parallelizable it is (x: centre of mass of the score over k with any-order '
-        "top-k decoding; the axis is reversed so that harder-to-parallelize tasks sit on the right) and by which order it "
-        "prefers (y: slope of accuracy against decreasing semi-AR block length at k = 2; above 0 the task gains from "
-        "smaller, more left-to-right blocks). Appendix G.1, figure 6.</p>"
+        '<p class="help">Each task placed by how parallelizable it is (x) and by which order it prefers (y), as in the '
+        "paper's appendix G.1, figure 6; the marker colour is the task's accuracy level, which x alone does not show. "
+        "Hover a point for its values; the table below lists them all.</p>"
     )
     need = (
         "Needs top-k runs (random, l2r, confidence-topk, topk-margin or entropy-topk): at two or more k without "
@@ -258,36 +254,23 @@ def _taskmap_section(tmap: pd.DataFrame) -> str:
     )
     if len(tmap) == 0:
         return intro + _missing(need)
-    shown = tmap.dropna(subset=["parallelizability", "order_slope"])
-    if shown.empty:
+    fig = plots.taskmap_plot(tmap)
+    if fig is None:
         return intro + _missing(need) + _taskmap_table(tmap)
-    palette = figures.colours(shown["category"].astype(str))
-    fig = go.Figure()
-    for category, group in shown.groupby(shown["category"].astype(str), sort=True):
-        fig.add_trace(
-            go.Scatter(
-                x=group["parallelizability"], y=group["order_slope"], mode="markers+text", text=group["task"].map(_shown),
-                textposition="top center", name=_shown(category) if category else "tasks", marker=dict(size=11, color=palette[category]),
-                hovertemplate="%{text}<br>x %{x:.2f}<br>y %{y:.2f}<extra></extra>",
-            )
-        )
-    fig.add_hline(y=0, line_color="grey", line_width=1)
-    fig.update_layout(
-        title="Task map", xaxis_title=X_AXIS, yaxis_title=Y_AXIS, xaxis_autorange="reversed",
-        legend_title_text="category", height=520, margin=dict(l=70, r=20, t=50, b=60),
-    )
-    return intro + f'<div class="plot">{_plot_html(fig, "taskmap")}</div>' + _taskmap_table(tmap)
+    definition = f'<p class="help definition">{html.escape(DEFINITION)}</p>'
+    return intro + f'<div class="plot taskmap">{_plot_html(fig, "taskmap")}</div>' + definition + _taskmap_table(tmap)
 
 
 def _taskmap_table(tmap: pd.DataFrame) -> str:
     rows = "".join(
         f'<tr><td class="name">{_shown(r["task"])}</td><td>{r["parallelizability"]:.2f}</td>'
-        f'<td>{r["order_slope"]:.2f}</td><td>{r["x_groups"]}</td><td>{r["y_groups"]}</td></tr>'
+        f'<td>{r["order_slope"]:.2f}</td><td>{r.get("accuracy", float("nan")):.1f}</td><td>{r["x_groups"]}</td><td>{r["y_groups"]}</td></tr>'
         for _, r in tmap.iterrows()
     )
     return (
         '<details><summary>task map values</summary><table><thead><tr><th class="name">task</th><th>x</th><th>y</th>'
-        f"<th>(model, strategy) pairs for x</th><th>pairs for y</th></tr></thead><tbody>{rows}</tbody></table></details>"
+        "<th>accuracy level (%)</th><th>(model, strategy) pairs for x</th><th>pairs for y</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></details>"
     )
 
 
@@ -314,7 +297,9 @@ def _files_section(written: list[Path], out_dir: Path) -> str:
 
 
 def export_curves(averaged: pd.DataFrame, per_task: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """`curves/<model>/<strategy>.csv` with task,tps,accuracy (+ `avg` rows): `parallelbench leaderboard --curves` input."""
+    """`curves/<model>/<strategy>.csv` with task,tps,accuracy,ci_low,ci_high,n (+ `avg` rows):
+    `parallelbench leaderboard --curves` input; ci_low/ci_high bound the 95% interval of the accuracy (%)
+    and n counts its samples (summed over tasks on `avg` rows)."""
     written = []
     folders = figures.file_names(per_task["model"].unique()) if len(per_task) else {}
     stems = {m: figures.file_names(g["curve"].unique(), figures.file_stem) for m, g in per_task.groupby("model")}
@@ -322,8 +307,9 @@ def export_curves(averaged: pd.DataFrame, per_task: pd.DataFrame, out_dir: Path)
         folder = Path(out_dir) / "curves" / folders[model]
         folder.mkdir(parents=True, exist_ok=True)
         avg = averaged[(averaged["model"] == model) & (averaged["curve"] == curve)]
+        columns = ["task", "tps", "accuracy", "ci_low", "ci_high", "n"]
         table = pd.concat(
-            [group[["task", "tps", "accuracy"]].sort_values(["task", "tps"]), avg[["tps", "accuracy"]].assign(task="avg")[["task", "tps", "accuracy"]]]
+            [group.reindex(columns=columns).sort_values(["task", "tps"]), avg.assign(task="avg").reindex(columns=columns)]
         )
         path = folder / f"{stems[model][curve]}.csv"
         table.to_csv(path, index=False)
@@ -331,10 +317,14 @@ def export_curves(averaged: pd.DataFrame, per_task: pd.DataFrame, out_dir: Path)
     return written
 
 
-def build_report(frame: pd.DataFrame, out_dir: Path, source: str = "", thresholds=REPORT_THRESHOLDS, static_figures: bool = True) -> Path:
+def build_report(
+    frame: pd.DataFrame, out_dir: Path, source: str = "", thresholds=REPORT_THRESHOLDS, static_figures: bool = True,
+    x_scale: str = "log2",
+) -> Path:
     """Write report.html, figures and curve CSVs for `frame` into `out_dir`; returns the HTML path.
 
-    `static_figures=False` skips the matplotlib PNG/SVG files (the slow part) when only the page is wanted.
+    `static_figures=False` skips the matplotlib PNG/SVG files (the slow part) when only the page is wanted;
+    `x_scale` ("log2" or "linear") is the tokens-per-step axis of every plot.
     """
     from plotly.offline import get_plotlyjs
 
@@ -344,16 +334,20 @@ def build_report(frame: pd.DataFrame, out_dir: Path, source: str = "", threshold
     per_task, averaged = curves(frame)
     _, oracle_avg = oracle_points(frame)
     tmap = task_map(frame)
-    written = figures.write_figures(out_dir / "figures", per_task, averaged, oracle_avg, tmap) if static_figures else []
+    written = figures.write_figures(out_dir / "figures", per_task, averaged, oracle_avg, tmap, x_scale) if static_figures else []
     written += export_curves(averaged, per_task, out_dir)
     aups = aup_by_task(per_task)
-    leaderboard_html, table = _leaderboard_section(averaged, thresholds, aups)
+    leaderboard_html, table = _leaderboard_section(averaged, thresholds, aups, frame)
     if len(table):
         table.to_csv(out_dir / "leaderboard.csv", index=False)
         written.append(out_dir / "leaderboard.csv")
     if len(aups):
         aups.to_csv(out_dir / "aup.csv", index=False)
         written.append(out_dir / "aup.csv")
+    cot = cot_comparison(frame)  # only runs of `<task>-cot` tasks add this section
+    if len(cot):
+        cot.to_csv(out_dir / "cot.csv", index=False)
+        written.append(out_dir / "cot.csv")
 
     def counted(column: str, noun: str) -> str:
         n = int(frame[column].nunique()) if column in frame and len(frame) else 0
@@ -363,17 +357,22 @@ def build_report(frame: pd.DataFrame, out_dir: Path, source: str = "", threshold
         f'<div class="summary">{counted("model", "model")}{counted("config", "strategy setting")}'
         f'{counted("task", "task")}{counted("sample_id", "sample")}'
         f"<span><b>{len(frame)}</b> result{'' if len(frame) == 1 else 's'}</span></div>"
+        f'<p class="precision" id="precision">{html.escape(precision_line(per_task)[0].upper() + precision_line(per_task)[1:])}. '
+        "Intervals are 95%: Wilson for 0/1 scores, a bootstrap over samples otherwise (clustered by sample when seeds "
+        "repeat); task averages combine the tasks' intervals.</p>"
     )
     sections = [
         ("summary", "Summary", summary),
         ("leaderboard-section", "Leaderboard", leaderboard_html),
         ("aup-section", "AUP per task", _aup_section(aups)),
-        ("tradeoff", "Speed-quality trade-off", _tradeoff_section(averaged, oracle_avg)),
-        ("per-task", "Per-task curves", _tasks_section(per_task)),
+        ("tradeoff", "Speed-quality trade-off", _tradeoff_section(averaged, oracle_avg, x_scale)),
+        ("per-task", "Per-task curves", _tasks_section(per_task, x_scale)),
         ("task-map", "Task map", _taskmap_section(tmap)),
         ("failures", "Failure browser", _failures_section(frame)),
         ("files", "Figures and data files", _files_section(written, out_dir)),
     ]
+    if len(cot):  # before the failure browser and the file list
+        sections.insert(len(sections) - 2, ("cot-section", "Chain-of-thought vs direct", _cot_section(cot)))
     body = "".join(f'<section id="{sid}"><h2>{title}</h2>{content}</section>' for sid, title, content in sections)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     page = (
@@ -388,7 +387,7 @@ def build_report(frame: pd.DataFrame, out_dir: Path, source: str = "", threshold
     return path
 
 
-def write_report(db_path: Path, out_dir: Path, *, static_figures: bool = True) -> Path:
+def write_report(db_path: Path, out_dir: Path, *, static_figures: bool = True, x_scale: str = "log2") -> Path:
     """Report for a results database (the runner's main job calls this); returns the HTML path."""
     frame = load_frame(Path(db_path))
-    return build_report(frame, Path(out_dir), source=f"results from {db_path}", static_figures=static_figures)
+    return build_report(frame, Path(out_dir), source=f"results from {db_path}", static_figures=static_figures, x_scale=x_scale)

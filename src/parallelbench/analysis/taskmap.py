@@ -15,6 +15,12 @@ block length itself (unit: points per token of block length, sign as above).
 
 Every (model, strategy) pair yields its own x and y; a task's coordinates are their means,
 as the paper averages over models and top-k strategies.
+
+accuracy level: the centre of mass is normalised by the total score, so a task solved 40%
+of the time at every k sits as far left as one solved 100% of the time at every k. The map
+therefore also carries `accuracy`, the mean accuracy (%) of the same any-order top-k
+points that give x (each (model, strategy) pair's mean over its k grid, then the mean over
+pairs), and the plots draw it as the marker colour.
 """
 
 from __future__ import annotations
@@ -24,9 +30,19 @@ import pandas as pd
 
 from parallelbench.analysis.curves import curve_label, with_curves
 
-COLUMNS = ["task", "category", "parallelizability", "order_slope", "x_groups", "y_groups"]
+COLUMNS = ["task", "category", "parallelizability", "order_slope", "accuracy", "x_groups", "y_groups"]
 X_AXIS = "parallelizability: centre of mass of score over k (tokens per step); right = harder"
 Y_AXIS = "order preference: Δ accuracy (%) per halving of block length at k = 2"
+X_SHORT = "x: centre of mass over k (tokens/step); right = harder"
+Y_SHORT = "y: Δ accuracy (%) per halving of block length"
+ACCURACY_LEVEL = "accuracy level (%): mean over the any-order top-k points that give x"
+#: The definition printed under every task map (static and interactive).
+DEFINITION = (
+    "x = sum_k k·acc_k / sum_k acc_k over the k grid swept with any-order top-k decoding (the paper's centre of mass, "
+    "appendix G.1), averaged over (model, strategy) pairs; the axis is reversed, harder-to-parallelize tasks on the right. "
+    "x ignores the accuracy level: colour = mean accuracy (%) of the same points. "
+    "y = slope of accuracy (%) against log2 of decreasing semi-AR block length at k = 2 (> 0: gains from more left-to-right order)."
+)
 
 
 def _block_length(params: dict) -> float | None:
@@ -83,12 +99,13 @@ def task_map(frame: pd.DataFrame, block_scale: str = "log2", order_k: int = 2) -
     data = data[data["_k"].notna()]
     rows = []
     for task, runs in data.groupby("task", sort=True):
-        xs, ys = [], []
+        xs, ys, levels = [], [], []
         any_order = runs[runs["_block"].isna()]
         for _, group in any_order.groupby(["model", "_family"], sort=True):
             by_k = group.groupby("_k")["score"].mean()
             if len(by_k) >= 2:
                 xs.append(centre_of_mass(by_k.index, by_k.values))
+                levels.append(100.0 * float(by_k.mean()))
         blocked = runs[runs["_block"].notna() & (runs["_k"].astype(float) == float(order_k))]
         for _, group in blocked.groupby(["model", "_family"], sort=True):
             by_block = group.groupby("_block")["score"].mean() * 100.0
@@ -102,6 +119,7 @@ def task_map(frame: pd.DataFrame, block_scale: str = "log2", order_k: int = 2) -
                 category=category,
                 parallelizability=float(np.mean(xs)) if xs else float("nan"),
                 order_slope=float(np.mean(ys)) if ys else float("nan"),
+                accuracy=float(np.mean(levels)) if levels else float("nan"),
                 x_groups=len(xs),
                 y_groups=len(ys),
             )

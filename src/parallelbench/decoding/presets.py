@@ -28,6 +28,7 @@ class TopKStrategy(Strategy):
 
     kind = "topk"
     Options = TopKOptions
+    focus = "candidates"
     scorer: ClassVar[str] = "confidence"
 
     def __init__(self, **params: Any) -> None:
@@ -100,6 +101,8 @@ class ConfidenceThreshold(Strategy):
     """Fast-dLLM threshold: every candidate with confidence above gamma, else the single best."""
 
     Options = ThresholdOptions
+    reads_decision_confidence = True
+    focus = "candidates"
 
     def check_options(self) -> None:
         super().check_options()
@@ -107,7 +110,8 @@ class ConfidenceThreshold(Strategy):
             raise option_error("threshold", self.options.threshold, "(0, 1]")
 
     def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
-        return selection.threshold(view.confidence, view.candidates, self.options.threshold, scores)
+        # decide on the noise-free confidence, break fallback ties by the (noisy) scores
+        return selection.threshold(view.decision_confidence, view.candidates, self.options.threshold, scores)
 
 
 @dataclass
@@ -120,6 +124,8 @@ class ConfidenceFactor(Strategy):
     """Fast-dLLM factor rule (appendix E): the largest n with (n + 1)(1 - c_n) < f, at least 1."""
 
     Options = FactorOptions
+    reads_decision_confidence = True
+    focus = "candidates"
 
     def check_options(self) -> None:
         super().check_options()
@@ -127,7 +133,8 @@ class ConfidenceFactor(Strategy):
             raise option_error("factor", self.options.factor, "> 0")
 
     def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
-        return selection.factor(view.confidence, view.candidates, self.options.factor)
+        count = selection.factor_count(view.decision_confidence, view.candidates, self.options.factor)
+        return selection.top_k(view.confidence, view.candidates, count)
 
 
 @dataclass
@@ -141,6 +148,7 @@ class EntropyBounded(Strategy):
     """EB-sampler: add tokens (best first) while their summed entropy minus the largest stays <= gamma."""
 
     Options = EBOptions
+    focus = "candidates"
     ORDERS = ("entropy", "confidence", "margin")
 
     def check_options(self) -> None:
@@ -171,6 +179,8 @@ class Klass(Strategy):
     and whose confidence exceeds `threshold`; otherwise the single most confident."""
 
     Options = KlassOptions
+    reads_decision_confidence = True
+    focus = "masked"  # predictions of masked positions outside the active block build up stability too
 
     def check_options(self) -> None:
         super().check_options()
@@ -200,5 +210,5 @@ class Klass(Strategy):
             st["prev_log_probs"] = view.log_probs
         st["stable"] = torch.where(same, st["stable"] + 1, torch.ones_like(st["stable"]))
         st["prev_token"] = x0
-        chosen = view.candidates & (st["stable"] >= o.stable_steps) & (view.confidence > o.threshold)
+        chosen = view.candidates & (st["stable"] >= o.stable_steps) & (view.decision_confidence > o.threshold)
         return Decision(commit=selection.with_fallback(chosen, view.confidence, view.candidates))

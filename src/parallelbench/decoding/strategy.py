@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from parallelbench.models.protocols import MaskedDiffusionModel
 
 StrategyKind = Literal["topk", "adaptive"]
+Focus = Literal["all", "masked", "candidates"]
 
 
 @dataclass
@@ -102,6 +103,13 @@ class Strategy:
     name: ClassVar[str] = "custom"
     kind: ClassVar[StrategyKind] = "adaptive"
     Options: ClassVar[type] = DecodeOptions
+    #: True for rules that compare confidences with a threshold (they read `decision_confidence`):
+    #: only then does `forward` ask the model for its noise-free confidence.
+    reads_decision_confidence: ClassVar[bool] = False
+    # where the view computes x0 / confidence / margin / entropy: "candidates" (the active
+    # block's masked positions: all a step can commit), "masked" (every masked position), or
+    # "all" (every position, settled ones included). Off focus they read as 0 (x0: the canvas).
+    focus: ClassVar[Focus] = "all"
 
     def __init__(self, **params: Any) -> None:
         fields = {f.name: f for f in dataclasses.fields(self.Options)}
@@ -166,8 +174,17 @@ class Strategy:
         state: dict[str, Any],
         prompt_length: int,
     ) -> tuple[torch.Tensor, dict[str, Any]]:
-        """One model call (counts one NFE per row); returns logits [b, L, V] and extras."""
-        return model.forward(canvas, attention_mask=attention_mask, rows=rows), {}
+        """One model call (counts one NFE per row); returns logits [b, L, V] and extras.
+
+        A model that can tell its noise-free confidence apart from its tie-breaking noise
+        (the ideal model's `forward_with_confidence`) hands it over as the extra
+        "noise_free_confidence" [b, G]; threshold decisions read it (`StepView.decision_confidence`).
+        """
+        with_confidence = getattr(model, "forward_with_confidence", None) if self.reads_decision_confidence else None
+        if with_confidence is None:
+            return model.forward(canvas, attention_mask=attention_mask, rows=rows), {}
+        logits, clean = with_confidence(canvas, attention_mask=attention_mask, rows=rows)
+        return logits, ({} if clean is None else {"noise_free_confidence": clean[:, prompt_length:]})
 
     def step(self, view: StepView) -> Decision:
         return Decision(commit=self.select(view, self.score(view)))

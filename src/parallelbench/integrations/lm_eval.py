@@ -101,6 +101,19 @@ class ParallelBenchLM(LM):
         self.stats_path = stats_path
         self.stats: list[dict[str, Any]] = []
 
+    @classmethod
+    def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None) -> "ParallelBenchLM":
+        """lm-eval's --batch_size/--device fill in only what --model_args left out (they would clash)."""
+        from lm_eval import utils
+
+        return cls.create_from_arg_obj(utils.simple_parse_args_string(arg_string or ""), additional_config)
+
+    @classmethod
+    def create_from_arg_obj(cls, arg_dict: dict, additional_config: dict | None = None) -> "ParallelBenchLM":
+        args = dict(arg_dict or {})
+        extra = {k: v for k, v in (additional_config or {}).items() if v is not None and k not in args}
+        return cls(**args, **extra)
+
     # ------------------------------------------------------------------ configuration
     @staticmethod
     def _strategy_fields(strategy: str, strategy_class) -> set[str]:

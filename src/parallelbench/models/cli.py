@@ -31,11 +31,13 @@ def check(
     seed: int = typer.Option(0, "--seed", help="Seed of the random canvases."),
     revision: Optional[str] = typer.Option(None, "--revision", help="Hub revision."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Also run the checkpoint's own modeling code (needs transformers 4.x) and compare logits with it."),
+    reference_python: Optional[str] = typer.Option(None, "--reference-python", metavar="PATH", help="Run the checkpoint's own modeling code with this interpreter (a venv with transformers 4.49) and compare logits with it; naming it is the request to run that code."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
 ) -> None:
     """Load a checkpoint natively (never its own code) and report config, parameter count, dtype,
     and the largest logit differences: padded batch vs each canvas alone, and, with
-    --trust-remote-code under transformers 4.x, against the checkpoint's own code.
+    --reference-python PATH (or --trust-remote-code under transformers 4.x), against the
+    checkpoint's own code.
 
     Examples:
 
@@ -43,8 +45,8 @@ def check(
 
       parallelbench models check hf:./checkpoints/dream --canvases 5 --length 64 --json
 
-      # in a scratch venv with transformers==4.49 (see docs/models.md):
-      parallelbench models check hf:GSAI-ML/LLaDA-8B-Instruct --trust-remote-code
+      # the checkpoint's own code run by a scratch venv with transformers==4.49 (see docs/models.md):
+      parallelbench models check hf:GSAI-ML/LLaDA-8B-Instruct --reference-python /tmp/pb-tf449/bin/python
     """
     from parallelbench.models.hf.check import check as run_check
     from parallelbench.models.hf.errors import HFModelError
@@ -53,7 +55,8 @@ def check(
         _fail(f"{spec!r} is not an hf: spec; give hf:<folder> or hf:<owner/name>")
     try:
         report = run_check(spec[3:], device=device, dtype=dtype, canvases=canvases, length=length, seed=seed,
-                           revision=revision, trust_remote_code=trust_remote_code)
+                           revision=revision, trust_remote_code=trust_remote_code,
+                           reference_python=reference_python)
     except HFModelError as exc:
         _fail(str(exc))
     if as_json:

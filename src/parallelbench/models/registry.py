@@ -1,6 +1,7 @@
 """Model specs -> loaded `BenchModel`s, imported lazily so a spec costs only what it uses.
 
-Specs: ``tiny``, ``tiny-uniform``, ``ideal``, ``hf:<path-or-hub-id>``, ``api:<name>``,
+Specs: ``tiny``, ``tiny-uniform`` (``tiny:<dir>`` / ``tiny-uniform:<dir>``: a folder written by
+`parallelbench train` or `parallelbench finetune`), ``ideal``, ``hf:<path-or-hub-id>``, ``api:<name>``,
 and ``py:<module>:<function>`` (a user factory returning a `BenchModel`; only this form
 imports from the current directory, so a model under development needs no packaging, and a
 stray file there never runs for the built-in models).
@@ -17,13 +18,15 @@ from parallelbench.models.base import BenchModel
 _LOADERS: dict[str, str] = {
     "tiny": "parallelbench.models.tiny:load",
     "tiny-uniform": "parallelbench.models.tiny:load_uniform",
+    "tiny:": "parallelbench.models.tiny:load",
+    "tiny-uniform:": "parallelbench.models.tiny:load_uniform",
     "ideal": "parallelbench.models.ideal:load",
     "hf:": "parallelbench.models.hf:load",
     "api:": "parallelbench.models.api:load",
     "py:": "parallelbench.models.registry:load_python",
 }
 
-VALID_FORMS = "tiny, tiny-uniform, ideal, hf:<path-or-hub-id>, api:<name>, py:<module>:<function>"
+VALID_FORMS = "tiny, tiny-uniform, tiny:<dir>, tiny-uniform:<dir>, ideal, hf:<path-or-hub-id>, api:<name>, py:<module>:<function>"
 
 
 class ModelSpecError(ValueError):

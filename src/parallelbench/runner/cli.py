@@ -6,7 +6,7 @@ Heavy imports (torch, ray, pandas) happen inside the commands so `--help` stays 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import typer
 
@@ -184,13 +184,16 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
         _fail(f"nothing ran: every task was skipped ({skipped}); pick tasks the model can decode")
     db_path = result.db.resolve()
     report_path = _write_report(db_path, Path(spec.out), console) if report else None
+    from parallelbench.runner.store import ResultsStore
+
+    with ResultsStore(db_path, create=False) as store:
+        frame = store.frame()
+    frame = frame[frame["model"].isin(result.models)]
     if report_path is None:
-        from parallelbench.runner.store import ResultsStore
         from parallelbench.runner.summary import print_summary
 
-        with ResultsStore(db_path, create=False) as store:
-            frame = store.frame()
-        print_summary(frame[frame["model"].isin(result.models)], console)
+        print_summary(frame, console)
+    _print_precision(frame, console)
     console.print(
         f"[bold]results database:[/bold] {db_path}  ({result.rows_added} rows added, "
         f"{result.rows_skipped} already there, {result.wall_time:.1f} s)"
@@ -203,6 +206,17 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
 
         console.print(f"[bold red]{escape(result.failure_line())}[/bold red]", soft_wrap=True, highlight=False)
         raise typer.Exit(1)
+
+
+def _print_precision(frame, console) -> None:
+    """How many samples each accuracy point has and how wide its 95% interval is (issue 20)."""
+    from rich.markup import escape
+
+    from parallelbench.analysis.curves import task_points
+    from parallelbench.analysis.uncertainty import precision_line
+
+    if len(frame):
+        console.print(f"[bold]precision:[/bold] {escape(precision_line(task_points(frame)))}", soft_wrap=True, highlight=False)
 
 
 def _write_report(db_path: Path, out_dir: Path, console) -> Path | None:
@@ -235,10 +249,17 @@ def results(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Only these models (comma-separated specs)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help="Only these tasks: ids, families (waiting_line), categories or paper, comma-separated."),
     all_versions: bool = typer.Option(False, "--all-versions", help="Also rows of older model, data or strategy versions (not reused by `run`), each model labelled with its versions."),
+    compare: Optional[Tuple[str, str]] = typer.Option(
+        None, "--compare", metavar="A B",
+        help="Paired difference A − B on the samples both configs decoded, with its 95% interval and p-value. "
+             "Name a config as the table lists it, e.g. 'confidence-topk[k=2]', adding @MODEL when several models ran it.",
+    ),
 ) -> None:
-    """Print accuracy and tokens per step per task and strategy config.
+    """Print accuracy ± 95% half-width and tokens per step per task and strategy config, or compare two configs.
 
     Example: parallelbench results --db parallelbench.db --model tiny --all-versions
+
+    Example: parallelbench results --compare 'confidence-topk[k=2]' 'random[k=2]'
     """
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
@@ -287,6 +308,9 @@ def results(
             soft_wrap=True,
         )
         return
+    if compare and all(compare):
+        _print_comparison(selected, compare, console)
+        return
     legend: dict[str, str] = {}
     if all_versions:
         selected = selected.copy()
@@ -295,6 +319,20 @@ def results(
     for label, desc in legend.items():
         if any(m.endswith(f"[{label}]") for m in selected["model"].unique()):
             console.print(f"[dim]{escape(label)}: {escape(desc)}[/dim]", soft_wrap=True, highlight=False)
+
+
+def _print_comparison(frame, names: tuple[str, str], console) -> None:
+    from rich.markup import escape
+
+    from parallelbench.runner.compare import CompareError, compare, describe
+
+    try:
+        comparison = compare(frame, *names)
+    except CompareError as exc:
+        _fail(str(exc))
+        return
+    for line in describe(comparison):
+        console.print(escape(line), soft_wrap=True, highlight=False)
 
 
 def _versioned(model: str, versions_json: str, legend: dict[str, str]) -> str:

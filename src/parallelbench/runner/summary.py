@@ -13,14 +13,22 @@ if TYPE_CHECKING:
 
 
 def summarize(frame: "pd.DataFrame") -> "pd.DataFrame":
-    """One row per (model, config, task): n, accuracy (mean score), tokens per step (mean tps)."""
+    """One row per (model, config, task): n (distinct samples), rows, accuracy (mean score) with its
+    95% interval ci_low/ci_high (`analysis.uncertainty.interval`), tokens per step (mean tps)."""
     import pandas as pd
 
+    from parallelbench.analysis.uncertainty import interval
+
+    columns = ["model", "strategy", "params", "config", "task", "n", "rows", "accuracy", "ci_low", "ci_high", "tokens_per_step"]
     if frame.empty:
-        return pd.DataFrame(columns=["model", "strategy", "params", "config", "task", "n", "accuracy", "tokens_per_step"])
-    g = frame.groupby(["model", "strategy", "params", "config", "task"], sort=False)
-    out = g.agg(n=("score", "size"), accuracy=("score", "mean"), tokens_per_step=("tps", "mean")).reset_index()
-    return out
+        return pd.DataFrame(columns=columns)
+    out = []
+    has_ids = "sample_id" in frame
+    for key, group in frame.groupby(["model", "strategy", "params", "config", "task"], sort=False):
+        ci = interval(group["score"].to_numpy(dtype=float), list(group["sample_id"]) if has_ids else None)
+        out.append(dict(zip(columns[:5], key), n=ci.n, rows=len(group), accuracy=float(group["score"].mean()),
+                        ci_low=ci.low, ci_high=ci.high, tokens_per_step=float(group["tps"].mean())))
+    return pd.DataFrame(out, columns=columns)
 
 
 def _config_order(rows: "pd.DataFrame") -> list[str]:
@@ -44,15 +52,17 @@ def _sortable(v: Any) -> tuple:
     return (2, 0.0, str(v))
 
 
-CELL_WIDTH = 11  # "0.88 · 12.5"
+CELL_WIDTH = 19  # "0.88 ± 0.12 · 128.0"
 
 
 def print_summary(frame: "pd.DataFrame", console: "Console") -> None:
-    """Per model: accuracy · tokens/step per strategy config and task, readable at the console's width.
+    """Per model: accuracy ± half-width of its 95% interval · tokens/step per strategy config and
+    task, readable at the console's width.
 
     Configs as rows and tasks as columns when that fits; otherwise tasks as rows and the
     configs as columns, split over as many tables as the width needs (12 tasks at 80
-    columns would otherwise squeeze every cell to nothing).
+    columns would otherwise squeeze every cell to nothing). The sample count is in the
+    title when every cell has the same, else in each cell.
     """
     table_rows = summarize(frame)
     if table_rows.empty:
@@ -62,28 +72,40 @@ def print_summary(frame: "pd.DataFrame", console: "Console") -> None:
         tasks = list(dict.fromkeys(rows["task"]))
         short = {t: display_name(s) for t, s in _short_names(tasks).items()}
         labels = _config_order(rows)
-        grid = {(label, t): _cell_of(rows, label, t) for label in labels for t in tasks}
-        means = {label: _mean_cell(rows[rows["config"] == label]) for label in labels}
-        title = f"{display_name(model)}: accuracy · tokens per step ({int(rows['n'].sum())} rows)"
+        uniform = rows["n"].nunique() == 1
+        grid = {(label, t): _cell_of(rows, label, t, not uniform) for label in labels for t in tasks}
+        mine = frame[frame["model"] == model]
+        means = {label: _mean_cell(mine[mine["config"] == label], not uniform) for label in labels}
+        samples = f"{int(rows['n'].iloc[0])} samples per cell, " if uniform else ""
+        title = f"{display_name(model)}: accuracy ± 95% half-width · tokens per step ({samples}{int(rows['rows'].sum())} rows)"
+        width = CELL_WIDTH + (0 if uniform else 7)
         label_width = max(len("strategy config"), *(len(display_name(x)) for x in labels))
-        wide = label_width + 3 + (len(tasks) + 1) * (max(CELL_WIDTH, *(len(short[t]) for t in tasks)) + 3) + 1
+        columns = len(tasks) + (1 if len(tasks) > 1 else 0)
+        wide = label_width + 3 + columns * (max(width, *(len(short[t]) for t in tasks)) + 3) + 1
         if wide <= console.width:
             _print_configs_by_task(console, title, labels, tasks, short, grid, means)
         else:
-            _print_tasks_by_config(console, title, labels, tasks, short, grid, means)
-    console.print("[dim]cells: mean score · mean tokens per step (tokens / model calls)[/dim]")
+            _print_tasks_by_config(console, title, labels, tasks, short, grid, means, width)
+    console.print("[dim]cells: mean score ± half-width of its 95% interval (Wilson for 0/1 scores, bootstrap over "
+                  "samples otherwise) · mean tokens per step (tokens / model calls); mean: all tasks pooled; "
+                  "--limit N samples per task narrows the intervals[/dim]")
 
 
-def _cell_of(rows: "pd.DataFrame", label: str, task: str) -> str:
+def _cell_of(rows: "pd.DataFrame", label: str, task: str, with_n: bool) -> str:
     hit = rows[(rows["config"] == label) & (rows["task"] == task)]
-    return _cell(hit["accuracy"].mean(), hit["tokens_per_step"].mean()) if len(hit) else ""
+    if not len(hit):
+        return ""
+    row = hit.iloc[0]
+    return _cell(row["accuracy"], row["ci_low"], row["ci_high"], row["tokens_per_step"], int(row["n"]) if with_n else None)
 
 
-def _mean_cell(mine: "pd.DataFrame") -> str:
-    weights = mine["n"]
-    acc = (mine["accuracy"] * weights).sum() / weights.sum()
-    tps = (mine["tokens_per_step"] * weights).sum() / weights.sum()
-    return _cell(acc, tps)
+def _mean_cell(mine: "pd.DataFrame", with_n: bool) -> str:
+    """All tasks of a config pooled, its interval clustered by (task, sample)."""
+    from parallelbench.analysis.uncertainty import interval
+
+    clusters = list(zip(mine["task"], mine["sample_id"])) if "sample_id" in mine else None
+    ci = interval(mine["score"].to_numpy(dtype=float), clusters)
+    return _cell(ci.estimate, ci.low, ci.high, float(mine["tps"].mean()), ci.n if with_n else None)
 
 
 def _print_configs_by_task(console, title, labels, tasks, short, grid, means) -> None:
@@ -94,18 +116,20 @@ def _print_configs_by_task(console, title, labels, tasks, short, grid, means) ->
     table.add_column("strategy config", style="bold", no_wrap=True)
     for t in tasks:
         table.add_column(Text(short[t]), justify="right", no_wrap=True)
-    table.add_column("mean", justify="right", style="bold", no_wrap=True)
+    several = len(tasks) > 1  # one task: its column is the mean
+    if several:
+        table.add_column("mean", justify="right", style="bold", no_wrap=True)
     for label in labels:
-        table.add_row(Text(display_name(label)), *(grid[label, t] for t in tasks), means[label])
+        table.add_row(Text(display_name(label)), *(grid[label, t] for t in tasks), *([means[label]] if several else []))
     console.print(table)
 
 
-def _print_tasks_by_config(console, title, labels, tasks, short, grid, means) -> None:
+def _print_tasks_by_config(console, title, labels, tasks, short, grid, means, cell_width=CELL_WIDTH) -> None:
     from rich.table import Table
     from rich.text import Text
 
     task_width = max(len("task"), *(len(short[t]) for t in tasks))
-    per_table = max(1, (console.width - task_width - 4) // (CELL_WIDTH + 3))
+    per_table = max(1, (console.width - task_width - 4) // (cell_width + 3))
     n_tables = -(-len(labels) // per_table)
     size = -(-len(labels) // n_tables)  # even tables: 9 configs at 4 per table -> 3, 3, 3
     chunks = [labels[i : i + size] for i in range(0, len(labels), size)]
@@ -114,15 +138,19 @@ def _print_tasks_by_config(console, title, labels, tasks, short, grid, means) ->
         table = Table(title=Text(title + part), title_justify="left", show_lines=False)
         table.add_column("task", style="bold", no_wrap=True)
         for label in chunk:
-            table.add_column(Text(display_name(label), overflow="fold"), justify="right", overflow="fold", width=CELL_WIDTH)
+            table.add_column(Text(display_name(label), overflow="fold"), justify="right", overflow="fold", width=cell_width)
         for t in tasks:
             table.add_row(Text(short[t]), *(grid[label, t] for label in chunk))
-        table.add_row(Text("mean", style="bold"), *(means[label] for label in chunk), end_section=False)
+        if len(tasks) > 1:
+            table.add_row(Text("mean", style="bold"), *(means[label] for label in chunk), end_section=False)
         console.print(table)
 
 
-def _cell(acc: float, tps: float) -> str:
-    return f"{acc:.2f} · {tps:.1f}"
+def _cell(acc: float, low: float, high: float, tps: float, n: int | None = None) -> str:
+    """`0.88 ± 0.12 · 12.5` (score ± half-width of the 95% interval · tokens per step), n=16 appended
+    when the table's cells differ in sample count."""
+    half = "–" if low != low else f"{(high - low) / 2:.2f}"
+    return f"{acc:.2f} ± {half} · {tps:.1f}" + (f" n={n}" if n is not None else "")
 
 
 def _short_names(tasks: list[str]) -> dict[str, str]:

@@ -4,4 +4,4 @@ A module of its own so that the registry in `base.py` and the package `__init__`
 import each other.
 """
 
-from parallelbench.scoring import lists, puzzles, text  # noqa: F401
+from parallelbench.scoring import cot, lists, puzzles, text  # noqa: F401

@@ -83,6 +83,7 @@ class Task:
 
 
 _REGISTRY: dict[str, Task] = {}
+COT_SUFFIX = "-cot"  # `<task>-cot`: the chain-of-thought variant of a task (`tasks/cot.py`)
 
 
 def register(task: Task) -> Task:
@@ -100,6 +101,12 @@ def registry() -> dict[str, Task]:
 
 def get_task(task_id: str) -> Task:
     tasks = registry()
+    if task_id not in tasks and task_id.endswith(COT_SUFFIX):
+        have = [t for t in tasks if t.endswith(COT_SUFFIX)]
+        raise KeyError(
+            f"{task_id[: -len(COT_SUFFIX)]!r} has no chain-of-thought variant; CoT variants exist for: "
+            f"{', '.join(have)}"
+        )
     if task_id not in tasks:
         close = [t for t in tasks if task_id.split("/")[-1] in t][:5]
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
@@ -112,7 +119,8 @@ def get_task(task_id: str) -> Task:
 def resolve_tasks(spec: str | Iterable[str]) -> list[Task]:
     """Task specs -> tasks, in order, without repeats.
 
-    A spec item is a task id, "paper" (the 17 tasks of the paper), or a family: an id
+    A spec item is a task id, "paper" (the 17 tasks of the paper), "cot" (every
+    chain-of-thought variant, `<task>-cot`), or a family: an id
     prefix such as "waiting_line_n15" or a category such as "waiting_line". A family
     selects its paper tasks when it has any (so "waiting_line" is the paper's 10 tasks,
     not the n = 15 and n = 21..24 variants) and all of its tasks otherwise.
@@ -125,6 +133,8 @@ def resolve_tasks(spec: str | Iterable[str]) -> list[Task]:
     for item in items:
         if item == "paper":
             out += [t for t in tasks.values() if t.in_paper]
+        elif item == "cot":
+            out += [t for t in tasks.values() if t.id.endswith(COT_SUFFIX)]
         elif item in tasks:
             out.append(tasks[item])
         else:

@@ -124,8 +124,8 @@ def table(
 def _confidence_level_hit(task: str, n: int, gamma: float | None) -> str | None:
     """The fraction that γ equals, if it is one of the task's exact confidence levels.
 
-    Thresholds are strict, but there tie-breaking noise and float rounding decide whether
-    a confidence "exceeds" γ, so the measured value can sit far from the analytic one.
+    Thresholds are strict and the ideal model decides on its noise-free confidence, so a
+    confidence equal to γ does not commit, in simulation as in the closed form.
     """
     if gamma is None:
         return None
@@ -192,9 +192,8 @@ def simulate_cmd(
     hit = _confidence_level_hit(task, n, threshold)
     if hit is not None:
         typer.echo(
-            f"note: threshold {threshold:g} equals the confidence level {hit} of {task}; there tie-breaking noise and "
-            "float rounding decide whether a confidence exceeds it (the analytic value assumes it does not). "
-            "Use a value off the level, e.g. 0.55, to compare with the closed form.",
+            f"note: threshold {threshold:g} equals the confidence level {hit} of {task}; thresholds are strict, so "
+            "positions at exactly that (noise-free) confidence do not commit, in the simulation as in the closed form.",
             err=True,
         )
     if as_json:

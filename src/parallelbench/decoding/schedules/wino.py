@@ -105,6 +105,7 @@ def shadow_forward(model, canvas, attention_mask, rows, verify, prompt_length) -
 @register_strategy("wino")
 class Wino(Strategy):
     Options = WinoOptions
+    focus = "candidates"
     verify_chunk = 64  # most rows per model call once the leave-one-out views are added (not a result knob)
 
     def check_options(self) -> None:

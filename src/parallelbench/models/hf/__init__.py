@@ -53,11 +53,24 @@ def load(arg: str, **options: Any):
             "to run it on CPU anyway pass --model-opt device=cpu"
         )
     opts = _remote_code_policy(arg, ckpt.config, family, opts, native_family(ckpt.config))
+    if opts.adapter:
+        if family == "causal":
+            raise HFModelError(
+                f"--model-opt adapter=... needs a diffusion LM (fine-tuned by `parallelbench finetune`); 'hf:{arg}' is a causal model"
+            )
+        from parallelbench.models.hf.adapter import read_record
+
+        read_record(opts.adapter)  # a missing or foreign folder fails before the weights load
     module = importlib.import_module(f"parallelbench.models.hf.{family}")
     try:
-        return module.build(ckpt, opts, device=device, dtype=resolve_dtype(opts.dtype, device), name=f"hf:{arg}")
+        model = module.build(ckpt, opts, device=device, dtype=resolve_dtype(opts.dtype, device), name=f"hf:{arg}")
     except ValueError as exc:  # adapter-level option errors, e.g. an unsupported cache mode
         raise HFModelError(f"'hf:{arg}': {exc}") from None
+    if opts.adapter:
+        from parallelbench.models.hf.adapter import apply_adapter
+
+        apply_adapter(model, opts.adapter, spec=f"hf:{arg}")
+    return model
 
 
 def _remote_code_policy(arg: str, config: dict, family: str, opts: Any, native: str | None) -> Any:

@@ -5,7 +5,9 @@ canvases (about half their positions masked) through it alone and in one left-pa
 a row must get the same logits at its real positions either way. With `trust_remote_code`
 and a transformers version that runs the checkpoint's own modeling code (4.x: the published
 LLaDA and Dream code fails under 5.x), the same canvases also go through that code and the
-largest logit difference against it is reported.
+largest logit difference against it is reported. `reference_python` runs that code in another
+interpreter instead (a scratch venv with transformers 4.49), in a subprocess: naming it is the
+explicit request to run the checkpoint's code.
 """
 
 from __future__ import annotations
@@ -142,7 +144,7 @@ def _shifted(logits: Any) -> Any:
 
 def check(arg: str, *, device: str = "cpu", dtype: str | None = None, canvases: int = 3, length: int = 32,
           seed: int = 0, revision: str | None = None, trust_remote_code: bool = False,
-          log: Callable[[str], None] | None = None) -> CheckReport:
+          reference_python: str | None = None, log: Callable[[str], None] | None = None) -> CheckReport:
     """Load `hf:<arg>` natively and measure it; every user error is one `HFModelError` line."""
     import torch
 
@@ -162,7 +164,7 @@ def check(arg: str, *, device: str = "cpu", dtype: str | None = None, canvases: 
             "models check covers LLaDA / LLaDA 1.5 and Dream / DiffuCoder checkpoints"
         )
     native = _native()
-    folder = _local_folder(ckpt, revision, with_code=trust_remote_code)
+    folder = _local_folder(ckpt, revision, with_code=trust_remote_code or reference_python is not None)
     start = time.perf_counter()
     try:
         module, config = native.load_native(str(folder), device=device, dtype=dtype)
@@ -196,33 +198,57 @@ def check(arg: str, *, device: str = "cpu", dtype: str | None = None, canvases: 
         padded_vs_alone=_padded_diffs(padded, alone, rows, shifted_family), reference="",
     )
     _reference(report, folder, rows, alone, padded, trust_remote_code, device=model_device,
-               dtype=params[0].dtype if params else torch.float32, shifted_family=shifted_family)
+               dtype=params[0].dtype if params else torch.float32, shifted_family=shifted_family,
+               reference_python=reference_python)
     return report
 
 
 def _reference(report: CheckReport, folder: Path, rows: list[Any], alone: list[Any], padded: Any,
-               trust_remote_code: bool, *, device: str, dtype: Any, shifted_family: bool) -> None:
-    """Fill the reference fields: the checkpoint's own code on the same canvases, when it can run."""
+               trust_remote_code: bool, *, device: str, dtype: Any, shifted_family: bool,
+               reference_python: str | None = None) -> None:
+    """Fill the reference fields: the checkpoint's own code on the same canvases, when it can run.
+
+    With `reference_python` that code runs in that interpreter (a venv with the transformers
+    version the code was written for), in a subprocess; otherwise in this process, which needs
+    transformers 4.x and --trust-remote-code.
+    """
     import torch
     import transformers
 
-    version = transformers.__version__
-    if int(version.split(".")[0]) >= 5:
-        report.reference = (f"not run: the checkpoint's own code was written for transformers 4.x and does not run "
-                            f"under transformers {version}; {SCRATCH_VENV_HINT}")
-        return
-    if not trust_remote_code:
-        report.reference = "skipped: comparing runs the checkpoint's own Python code; pass --trust-remote-code to do it"
-        return
-    try:
-        model = transformers.AutoModel.from_pretrained(str(folder), trust_remote_code=True, torch_dtype=dtype)
-        model = model.to(device).eval()
-        with torch.no_grad():
-            ref = [_logits(model(r.unsqueeze(0).to(device))).cpu() for r in rows]
-    except Exception as exc:  # noqa: BLE001 - the checkpoint's code failing is a finding, not a crash
-        report.reference = f"the checkpoint's own code failed under transformers {version}: " + short(
-            f"{type(exc).__name__}: {exc}")
-        return
+    if reference_python is not None:
+        try:
+            ref, version = reference_logits(reference_python, folder, rows, device=device, dtype=dtype)
+        except ReferenceFailed as exc:
+            report.reference = str(exc)
+            return
+        label = f"the checkpoint's own code under transformers {version} (run by {reference_python})"
+    else:
+        version = transformers.__version__
+        if int(version.split(".")[0]) >= 5:
+            report.reference = (f"not run: the checkpoint's own code was written for transformers 4.x and does "
+                                f"not run under transformers {version}; pass --reference-python with a venv's "
+                                f"python, {SCRATCH_VENV_HINT}")
+            return
+        if not trust_remote_code:
+            report.reference = ("skipped: comparing runs the checkpoint's own Python code; pass --trust-remote-code "
+                                "(or --reference-python PATH) to do it")
+            return
+        try:
+            model = transformers.AutoModel.from_pretrained(str(folder), trust_remote_code=True, torch_dtype=dtype)
+            model = model.to(device).eval()
+            with torch.no_grad():
+                ref = [_logits(model(r.unsqueeze(0).to(device))).cpu() for r in rows]
+        except Exception as exc:  # noqa: BLE001 - the checkpoint's code failing is a finding, not a crash
+            report.reference = f"the checkpoint's own code failed under transformers {version}: " + short(
+                f"{type(exc).__name__}: {exc}")
+            return
+        label = f"the checkpoint's own code under transformers {version}"
+    _compare_reference(report, ref, rows, alone, padded, shifted_family)
+    report.reference = label
+
+
+def _compare_reference(report: CheckReport, ref: list[Any], rows: list[Any], alone: list[Any], padded: Any,
+                       shifted_family: bool) -> None:
     diffs = [max(_max_diff(a[..., : r.shape[-1]], r[..., : a.shape[-1]]) for a, r in zip(alone, ref))]
     if shifted_family:  # the native net may already shift Dream's logits by one, as the engine sees them
         shifted = max(_max_diff(a[..., : r.shape[-1]], _shifted(r)[..., : a.shape[-1]]) for a, r in zip(alone, ref))
@@ -232,4 +258,65 @@ def _reference(report: CheckReport, folder: Path, rows: list[Any], alone: list[A
             diffs = [shifted]
     report.reference_alone = diffs[0]
     report.reference_padded = _padded_diffs(padded, ref, rows, shifted_family)
-    report.reference = f"the checkpoint's own code under transformers {version}"
+
+
+class ReferenceFailed(Exception):
+    """The reference interpreter could not produce logits; the message is one line for the report."""
+
+
+# Run by the reference interpreter: load the checkpoint with its own code, logits of each canvas alone.
+REFERENCE_DRIVER = r"""
+import json, sys
+import torch
+import transformers
+job = json.loads(open(sys.argv[1]).read())
+dtype = getattr(torch, job["dtype"])
+model = transformers.AutoModel.from_pretrained(job["folder"], trust_remote_code=True, torch_dtype=dtype)
+model = model.to(job["device"]).eval()
+out = []
+with torch.no_grad():
+    for ids in job["rows"]:
+        res = model(torch.tensor([ids], device=job["device"]))
+        out.append(getattr(res, "logits", res).float().cpu())
+torch.save(out, job["out"])
+print(json.dumps({"transformers": transformers.__version__}))
+"""
+
+
+def reference_logits(python: str, folder: Path, rows: list[Any], *, device: str, dtype: Any) -> tuple[list[Any], str]:
+    """Logits of the checkpoint's own modeling code, run by `python` in a subprocess (each row alone).
+
+    Runs the checkpoint's Python: only called when the user named the interpreter explicitly.
+    """
+    import json
+    import os
+    import subprocess
+    import tempfile
+
+    import torch
+
+    if not Path(python).is_file():
+        raise HFModelError(f"--reference-python {python} does not exist; give the python of a venv with the "
+                           f"transformers version the checkpoint's code needs ({SCRATCH_VENV_HINT})")
+    with tempfile.TemporaryDirectory(prefix="pb-check-ref-") as tmp:
+        job = {"folder": str(folder), "dtype": str(dtype).replace("torch.", ""), "device": device,
+               "rows": [[int(i) for i in r.tolist()] for r in rows], "out": str(Path(tmp) / "logits.pt")}
+        (Path(tmp) / "job.json").write_text(json.dumps(job))
+        (Path(tmp) / "driver.py").write_text(REFERENCE_DRIVER)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        env.setdefault("TORCHDYNAMO_DISABLE", "1")  # some published code wraps attention in torch.compile
+        try:
+            proc = subprocess.run([python, str(Path(tmp) / "driver.py"), str(Path(tmp) / "job.json")],
+                                  capture_output=True, text=True, env=env, cwd=tmp)
+        except OSError as exc:
+            raise HFModelError(f"--reference-python {python} cannot be run ({short(str(exc))})") from None
+        if proc.returncode != 0:
+            lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+            raise ReferenceFailed(f"the checkpoint's own code failed in {python}: "
+                                  + short(lines[-1] if lines else f"exit status {proc.returncode}"))
+        try:
+            version = json.loads(proc.stdout.strip().splitlines()[-1])["transformers"]
+            ref = torch.load(job["out"], weights_only=True)
+        except Exception as exc:  # noqa: BLE001
+            raise ReferenceFailed(f"{python} gave no reference logits ({short(str(exc))})") from None
+    return ref, version

@@ -1,5 +1,10 @@
 """Dream 7B and DiffuCoder (model_type "Dream"): masked dLLMs adapted from Qwen2.5.
 
+Real Dream / DiffuCoder checkpoints load through the native implementation
+(`parallelbench.models.native`, built by `native_build`); `DreamNet` below drives a
+checkpoint's own modeling code and serves only stand-ins loaded with an explicit
+family=dream and trust_remote_code=true.
+
 Quirks: remote code (trust_remote_code); trained as a shifted LM, so the logit for
 position i comes from position i - 1 (the first position repeats position 0); padding
 is expressed with explicit position ids (pads count from the first real token) and a
@@ -67,6 +72,14 @@ def _to_cache(past: KV | None) -> Any:
 
 
 def build(ckpt, opts, *, device: str, dtype, name: str):
+    """The native implementation for real dream checkpoints; the checkpoint's own code only for a
+    stand-in family member without one (explicit trust_remote_code=true, see `hf._remote_code_policy`)."""
+    from parallelbench.models.hf.detect import native_family
+
+    if native_family(ckpt.config) is not None or opts.trust_remote_code is not True:
+        from parallelbench.models.hf.native_build import build_native
+
+        return build_native(ckpt, opts, device=device, dtype=dtype, name=name)
     from parallelbench.models.hf.loading import build_remote_dllm
 
     return build_remote_dllm(ckpt, opts, net_class=DreamNet, default_mask_id=DREAM_MASK_ID,

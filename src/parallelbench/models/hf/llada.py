@@ -1,6 +1,11 @@
 """LLaDA 8B Instruct and LLaDA 1.5 (GSAI-ML): a bidirectional Llama-style masked dLLM.
 
-Quirks: the checkpoint ships its own modeling code (trust_remote_code); the mask token
+Real LLaDA checkpoints (model_type "llada") load through the native implementation
+(`parallelbench.models.native`, built by `native_build`); `LLaDANet` below drives a
+checkpoint's own modeling code and serves only stand-ins without a native implementation
+loaded with an explicit family=llada and trust_remote_code=true.
+
+Quirks of that code path: the checkpoint ships its own modeling code; the mask token
 is 126336; answers end with <|eot_id|> followed by <|endoftext|> padding, both treated
 as EOS. The forward accepts a list of per-layer (k, v) tuples as `past_key_values` and
 places new tokens right after them (RoPE offset = cached length), which is exactly the
@@ -46,6 +51,14 @@ def _as_tuples(cache: Any) -> KV:
 
 
 def build(ckpt, opts, *, device: str, dtype, name: str):
+    """The native implementation for real llada checkpoints; the checkpoint's own code only for a
+    stand-in family member without one (explicit trust_remote_code=true, see `hf._remote_code_policy`)."""
+    from parallelbench.models.hf.detect import native_family
+
+    if native_family(ckpt.config) is not None or opts.trust_remote_code is not True:
+        from parallelbench.models.hf.native_build import build_native
+
+        return build_native(ckpt, opts, device=device, dtype=dtype, name=name)
     from parallelbench.models.hf.loading import build_remote_dllm
 
     return build_remote_dllm(ckpt, opts, net_class=LLaDANet, default_mask_id=LLADA_MASK_ID,

@@ -28,6 +28,8 @@ class HFOptions:
     self_conditioning: bool = True  # DiffusionGemma: feed the previous step's logits back
     max_cpu_params: float = 3e9  # above this many parameters a CPU load needs device=cpu or force=true
     medusa: str | None = None  # causal LMs: a Medusa heads folder; decode with --strategy medusa / medusa-verified
+    compile: bool = False  # native LLaDA / Dream: torch.compile the per-layer parts (GPU; first steps compile)
+    adapter: str | None = None  # dLLMs: a LoRA folder written by `parallelbench finetune` for this base
 
     def __post_init__(self) -> None:
         if self.cache is not None and self.cache not in CACHE_MODES:
@@ -67,7 +69,7 @@ def _coerce(name: str, kind: type, value: Any) -> Any:
 
 _KINDS = {"device": str, "dtype": str, "cache": str, "batch_size": int, "trust_remote_code": bool, "force": bool,
           "family": str, "revision": str, "self_conditioning": bool, "max_cpu_params": float,
-          "medusa": str}
+          "medusa": str, "compile": bool, "adapter": str}
 
 
 def parse_options(options: dict[str, Any]) -> HFOptions:

@@ -96,12 +96,29 @@ class AnswerSet:
 
         Rows go in chunks so the [rows, answers] intermediate stays near 16 MB.
         """
+        return self.local_marginals(gen, mask_id, vocab_size)[0]
+
+    def local_marginals(self, gen: torch.Tensor, mask_id: int, vocab_size: int, exact: bool = False):
+        """(log marginals [b, C] float32, and with `exact` the marginals [b, C] in float64).
+
+        The float64 marginals are count / total divided in double precision (uniform answer
+        sets), so 1/2 or (n-1)/n come out exactly as Python writes those fractions: a
+        threshold typed as that fraction compares equal rather than by rounding luck.
+        """
         chunk = max(1, (1 << 22) // self.num_answers)
         if gen.shape[0] <= chunk:
-            return self._local_logits(gen, mask_id, vocab_size)
-        return torch.cat([self._local_logits(part, mask_id, vocab_size) for part in gen.split(chunk)])
+            return self._local_logits(gen, mask_id, vocab_size, exact)
+        parts = [self._local_logits(part, mask_id, vocab_size, exact) for part in gen.split(chunk)]
+        logits = torch.cat([p[0] for p in parts])
+        return logits, (torch.cat([p[1] for p in parts]) if exact else None)
 
-    def _local_logits(self, gen: torch.Tensor, mask_id: int, vocab_size: int) -> torch.Tensor:
+    def top_marginal(self, marginals: torch.Tensor) -> torch.Tensor:
+        """[b, L] the largest marginal at each position from column marginals [b, C]."""
+        top = torch.zeros(marginals.shape[0], self.length, dtype=marginals.dtype)
+        index = self.col_pos.unsqueeze(0).expand_as(marginals)
+        return top.scatter_reduce_(1, index, marginals, reduce="amax", include_self=True)
+
+    def _local_logits(self, gen: torch.Tensor, mask_id: int, vocab_size: int, exact: bool = False):
         committed = gen != mask_id
         cols = self.lookup(vocab_size).gather(1, gen.t().clamp(0, vocab_size - 1)).t()  # [b, L]
         # Column C: a committed token that never occurs at its position; C + 1: masked.
@@ -116,14 +133,24 @@ class AnswerSet:
         if not self.uniform:
             weights = weights * self.probs
         weights[unknown] = 0.0
-        marg = weights @ self.onehot  # [b, C]
+        counts = weights @ self.onehot  # [b, C]
         total = weights.sum(1, keepdim=True)
         lost = total.squeeze(1) <= 0
-        marg = marg / total.clamp_min(1e-30)
+        marg = counts / total.clamp_min(1e-30)
         logits = torch.where(marg > 0, marg.clamp_min(1e-30).log(), torch.full_like(marg, IMPOSSIBLE))
+        exact_marg = None
+        if exact:
+            exact_marg = counts.double() / total.double().clamp_min(1e-300)
         if lost.any():
             logits[lost] = self.uniform_local
-        return logits
+            if exact:
+                exact_marg[lost] = self.uniform_marginals().unsqueeze(0)
+        return logits, exact_marg
+
+    def uniform_marginals(self) -> torch.Tensor:
+        """[C] float64: 1 / (tokens possible at the column's position), the fallback's marginals."""
+        sizes = torch.bincount(self.col_pos, minlength=self.length).double()
+        return 1.0 / sizes[self.col_pos]
 
 
 class IdealModel:
@@ -208,6 +235,28 @@ class IdealModel:
         attention_mask: torch.Tensor | None = None,
         rows: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        return self._forward(canvas, rows, want_confidence=False)[0]
+
+    __call__ = forward
+
+    @torch.no_grad()
+    def forward_with_confidence(
+        self,
+        canvas: torch.Tensor,
+        *,
+        attention_mask: torch.Tensor | None = None,
+        rows: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Logits as `forward` plus the noise-free confidence [B, total] (float64), or None without noise.
+
+        The noise exists to order tied positions, not to move a confidence across a
+        threshold: threshold strategies decide on this exact confidence (the largest exact
+        marginal at each position; 1 at committed and prompt positions) and let the noisy
+        logits only choose the token and the order among ties (docs/theory.md).
+        """
+        return self._forward(canvas, rows, want_confidence=self.noise_std > 0)
+
+    def _forward(self, canvas: torch.Tensor, rows: torch.Tensor | None, want_confidence: bool):
         batch, total = canvas.shape
         length = self.gen_length
         if total < length:
@@ -227,12 +276,19 @@ class IdealModel:
         flat_out = gen_out.view(batch, length * vocab)
         flat_out.fill_(IMPOSSIBLE)
         committed = gen != self.mask_id
+        clean = torch.ones(batch, total, dtype=torch.float64) if want_confidence else None
         distinct = torch.unique(set_ids)
         for sid in distinct.tolist():
             aset = self.answer_sets[sid]
             idx = None if len(distinct) == 1 else (set_ids == sid).nonzero().squeeze(1)
             sub = gen if idx is None else gen[idx]
-            local = _dedup_local_logits(aset, sub, self.mask_id, vocab)
+            local, exact = _dedup_local_logits(aset, sub, self.mask_id, vocab, want_confidence)
+            if clean is not None:
+                top = torch.where(committed if idx is None else committed[idx], 1.0, aset.top_marginal(exact))
+                if idx is None:
+                    clean[:, total - length :] = top
+                else:
+                    clean[idx, total - length :] = top
             if self.noise_std > 0:  # per row, after de-duplication: rows stay independent
                 noisy = ~(committed if idx is None else committed[idx])[:, aset.col_pos] & (local > IMPOSSIBLE / 2)
                 noise = torch.randn(local.shape, generator=self._generator) * self.noise_std
@@ -247,9 +303,7 @@ class IdealModel:
             gen_out.masked_fill_(committed.unsqueeze(-1), IMPOSSIBLE)
             where = committed.nonzero()
             gen_out[where[:, 0], where[:, 1], gen[committed].clamp(0, vocab - 1)] = 0.0
-        return out
-
-    __call__ = forward
+        return out, clean
 
 
 def _row_keys(gen: torch.Tensor, vocab_size: int) -> torch.Tensor:
@@ -261,15 +315,17 @@ def _row_keys(gen: torch.Tensor, vocab_size: int) -> torch.Tensor:
     return torch.unique(gen, dim=0, return_inverse=True)[1]
 
 
-def _dedup_local_logits(aset: AnswerSet, gen: torch.Tensor, mask_id: int, vocab_size: int) -> torch.Tensor:
-    """Compute each distinct canvas once: rows sharing an answer set mostly repeat early on
-    (every row is all-mask at the first step), which cuts the matrix work by about the step count."""
+def _dedup_local_logits(aset: AnswerSet, gen: torch.Tensor, mask_id: int, vocab_size: int, exact: bool = False):
+    """(log marginals, float64 marginals or None) with each distinct canvas computed once: rows
+    sharing an answer set mostly repeat early on (every row is all-mask at the first step),
+    which cuts the matrix work by about the step count."""
     if gen.shape[0] < 2:
-        return aset.local_logits(gen, mask_id, vocab_size)
+        return aset.local_marginals(gen, mask_id, vocab_size, exact)
     keys, inverse = torch.unique(_row_keys(gen, vocab_size), return_inverse=True)
     if len(keys) == gen.shape[0]:
-        return aset.local_logits(gen, mask_id, vocab_size)
+        return aset.local_marginals(gen, mask_id, vocab_size, exact)
     first = torch.full((len(keys),), gen.shape[0], dtype=torch.long)
     first.scatter_reduce_(0, inverse, torch.arange(gen.shape[0]), reduce="amin")
-    return aset.local_logits(gen[first], mask_id, vocab_size)[inverse]
+    logits, marginals = aset.local_marginals(gen[first], mask_id, vocab_size, exact)
+    return logits[inverse], (marginals[inverse] if exact else None)
 

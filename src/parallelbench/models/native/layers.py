@@ -1,0 +1,243 @@
+"""The bidirectional Llama-style transformer both native families share.
+
+LLaDA and Dream are the same computation under different names: pre-norm blocks of
+RMSNorm -> q/k/v projections -> rotary embeddings -> full (non-causal) attention ->
+output projection, then RMSNorm -> SiLU(gate) * up -> down, a final RMSNorm and a vocabulary
+head. What differs (sizes, biases, grouped kv heads, RoPE precision, tied head, optional
+input/logit scaling) is an `ArchSpec`; the family modules map config fields and tensor names.
+
+Attention goes through `scaled_dot_product_attention`. Padding is handled per row: left
+pads are masked as keys and position ids count from each row's first real token, so a row
+gets the same logits alone and in any padded batch. A `kv_hook` lets the block cache swap
+in cached keys/values per layer without the transformer knowing about caches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+KVHook = Callable[[int, torch.Tensor, torch.Tensor], "tuple[torch.Tensor, torch.Tensor]"]
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    family: str
+    hidden: int
+    heads: int
+    kv_heads: int
+    layers: int
+    ffn: int
+    embed_rows: int  # rows of the input embedding (LLaDA: embedding_size, may exceed vocab_size)
+    out_size: int  # logits width
+    eps: float
+    rope_theta: float
+    qkv_bias: bool
+    other_bias: bool  # attention output, MLP and head biases (LLaDA include_bias)
+    norm_bias: bool
+    tie: bool
+    rope_fp32: bool  # rotate in float32 (LLaDA rope_full_precision) or in the model dtype (Dream)
+    input_scale: float = 1.0  # LLaDA input_emb_norm: embeddings times sqrt(d_model)
+    logit_scale: float = 1.0  # LLaDA scale_logits: logits times 1/sqrt(d_model)
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+
+class Linear(nn.Linear):
+    """nn.Linear without random init: weights always come from a checkpoint (or `build_random`),
+    and init on the meta device would import torch's compiler stack for nothing."""
+
+    def reset_parameters(self) -> None:
+        pass
+
+
+class Embedding(nn.Embedding):
+    def reset_parameters(self) -> None:
+        pass
+
+
+class RMSNorm(nn.Module):
+    """Normalise in float32, cast back, then scale (both families' order of operations)."""
+
+    def __init__(self, size: int, eps: float, bias: bool):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(size))
+        self.bias = nn.Parameter(torch.zeros(size)) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return rms_norm(x, self.weight, self.bias, self.eps)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, eps: float) -> torch.Tensor:
+    xf = x.float()
+    y = weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+    return y + bias if bias is not None else y
+
+
+class Rotary(nn.Module):
+    """Rotary embeddings (rotate-half layout) for explicit per-row position ids."""
+
+    def __init__(self, head_dim: int, theta: float, fp32: bool):
+        super().__init__()
+        # built on the CPU even inside a meta-device context; moved with the module
+        inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32, device="cpu") / head_dim))
+        self.register_buffer("inv_freq", inv, persistent=False)
+        self.fp32 = fp32
+
+    def tables(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin [B, 1, L, head_dim] for positions [B, L] (float32, or `dtype` when not fp32)."""
+        freqs = positions.to(torch.float32).unsqueeze(-1) * self.inv_freq.to(positions.device)
+        emb = torch.cat((freqs, freqs), dim=-1).unsqueeze(1)
+        cos, sin = emb.cos(), emb.sin()
+        if not self.fp32:
+            cos, sin = cos.to(dtype), sin.to(dtype)
+        return cos, sin
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """RoPE in the precision of `cos` (float32 tables rotate in float32), result in x's dtype."""
+    xr = x.to(cos.dtype)
+    half = xr.shape[-1] // 2
+    rotated = torch.cat((-xr[..., half:], xr[..., :half]), dim=-1)
+    return (xr * cos + rotated * sin).to(x.dtype)
+
+
+def qkv_part(x, norm_w, norm_b, eps: float, wq, bq, wk, bk, wv, bv, cos, sin, heads: int, kv_heads: int):
+    """Pre-attention of one layer: RMSNorm, q/k/v projections, RoPE -> [B, heads, L, D] tensors.
+
+    A free function of tensors (not a method) so one `torch.compile` serves every layer."""
+    b, length, _ = x.shape
+    y = rms_norm(x, norm_w, norm_b, eps)
+    d = wq.shape[0] // heads
+    q = F.linear(y, wq, bq).view(b, length, heads, d).transpose(1, 2)
+    k = F.linear(y, wk, bk).view(b, length, kv_heads, d).transpose(1, 2)
+    v = F.linear(y, wv, bv).view(b, length, kv_heads, d).transpose(1, 2)
+    return rotate(q, cos, sin), rotate(k, cos, sin), v
+
+
+def mlp_part(x, att, wo, bo, norm_w, norm_b, eps: float, wg, bg, wu, bu, wd, bd):
+    """Post-attention of one layer: output projection + residual, RMSNorm, SiLU(gate) * up, down + residual."""
+    b, length = x.shape[:2]
+    x = x + F.linear(att.transpose(1, 2).reshape(b, length, -1), wo, bo)
+    y = rms_norm(x, norm_w, norm_b, eps)
+    return x + F.linear(F.silu(F.linear(y, wg, bg)) * F.linear(y, wu, bu), wd, bd)
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """SDPA over [B, H, Lq, D] queries and [B, Hkv, Lk, D] keys/values (grouped heads expanded lazily)."""
+    groups = q.shape[1] // k.shape[1]
+    if groups > 1:
+        if mask is None:
+            return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        b, hk, lk, d = k.shape
+        k = k[:, :, None].expand(b, hk, groups, lk, d).reshape(b, hk * groups, lk, d)
+        v = v[:, :, None].expand(b, hk, groups, lk, d).reshape(b, hk * groups, lk, d)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+class Block(nn.Module):
+    def __init__(self, spec: ArchSpec):
+        super().__init__()
+        h, d = spec.hidden, spec.head_dim
+        self.heads, self.kv_heads, self.head_dim = spec.heads, spec.kv_heads, d
+        self.attn_norm = RMSNorm(h, spec.eps, spec.norm_bias)
+        self.q = Linear(h, spec.heads * d, bias=spec.qkv_bias)
+        self.k = Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
+        self.v = Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
+        self.o = Linear(spec.heads * d, h, bias=spec.other_bias)
+        self.mlp_norm = RMSNorm(h, spec.eps, spec.norm_bias)
+        self.gate = Linear(h, spec.ffn, bias=spec.other_bias)
+        self.up = Linear(h, spec.ffn, bias=spec.other_bias)
+        self.down = Linear(spec.ffn, h, bias=spec.other_bias)
+
+    def qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fn=qkv_part):
+        n = self.attn_norm
+        return fn(x, n.weight, n.bias, n.eps, self.q.weight, self.q.bias, self.k.weight, self.k.bias,
+                  self.v.weight, self.v.bias, cos, sin, self.heads, self.kv_heads)
+
+    def mlp(self, x: torch.Tensor, att: torch.Tensor, fn=mlp_part) -> torch.Tensor:
+        n = self.mlp_norm
+        return fn(x, att, self.o.weight, self.o.bias, n.weight, n.bias, n.eps, self.gate.weight, self.gate.bias,
+                  self.up.weight, self.up.bias, self.down.weight, self.down.bias)
+
+
+class DiffusionTransformer(nn.Module):
+    """Raw logits of a bidirectional masked-diffusion transformer (no logit shift: the net applies it)."""
+
+    supports_attention_bias = True
+
+    def __init__(self, spec: ArchSpec):
+        super().__init__()
+        self.spec = spec
+        self.embed = Embedding(spec.embed_rows, spec.hidden)
+        self.layers = nn.ModuleList(Block(spec) for _ in range(spec.layers))
+        self.norm = RMSNorm(spec.hidden, spec.eps, spec.norm_bias)
+        self.head = None if spec.tie else Linear(spec.hidden, spec.out_size, bias=spec.other_bias)
+        self.rotary = Rotary(spec.head_dim, spec.rope_theta, spec.rope_fp32)
+        self._qkv_fn, self._mlp_fn = qkv_part, mlp_part
+
+    def compile_parts(self) -> None:
+        """torch.compile the per-layer pre-attention and MLP parts (fuses norm, RoPE, SiLU * up);
+        one compiled function serves every layer (weights are arguments)."""
+        self._qkv_fn = torch.compile(qkv_part, dynamic=True)
+        self._mlp_fn = torch.compile(mlp_part, dynamic=True)
+
+    def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                position_ids: torch.Tensor | None = None, attention_bias: torch.Tensor | None = None,
+                key_mask: torch.Tensor | None = None, kv_hook: KVHook | None = None) -> torch.Tensor:
+        """Raw logits [B, L, out_size] for `ids` [B, L].
+
+        attention_mask [B, L] (True = real token, False = left pad): pads are hidden as keys and,
+        unless position_ids are given, positions count from each row's first real token.
+        attention_bias [B, L, L] is added to every head's scores. With `kv_hook`, each layer's
+        fresh keys/values go through the hook, which returns the keys/values to attend to
+        (`key_mask` [B, Lk] then describes those keys).
+        """
+        b, length = ids.shape
+        if attention_mask is None:
+            attention_mask = torch.ones((b, length), dtype=torch.bool, device=ids.device)
+        attention_mask = attention_mask.bool()
+        if position_ids is None:
+            position_ids = default_positions(attention_mask)
+        keys = attention_mask if key_mask is None else key_mask.bool()
+        mask = attention_mask_for(keys, attention_bias, length, self.embed.weight.dtype)
+        x = self.embed(ids)
+        if self.spec.input_scale != 1.0:
+            x = x * self.spec.input_scale
+        cos, sin = self.rotary.tables(position_ids, x.dtype)
+        for i, layer in enumerate(self.layers):
+            q, k, v = layer.qkv(x, cos, sin, self._qkv_fn)
+            if kv_hook is not None:
+                k, v = kv_hook(i, k, v)
+            x = layer.mlp(x, attend(q, k, v, mask), self._mlp_fn)
+        x = self.norm(x)
+        logits = F.linear(x, self.embed.weight) if self.head is None else self.head(x)
+        if self.spec.logit_scale != 1.0:
+            logits = logits * self.spec.logit_scale
+        return logits
+
+
+def default_positions(attention_mask: torch.Tensor) -> torch.Tensor:
+    """[B, L] position ids counting from each row's first real token (pads get 0)."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def attention_mask_for(keys: torch.Tensor, bias: torch.Tensor | None, queries: int,
+                       dtype: torch.dtype) -> torch.Tensor | None:
+    """SDPA mask: None when nothing is hidden, a boolean key mask for padding, a float mask with a bias."""
+    if bias is None:
+        if bool(keys.all()):
+            return None
+        return keys[:, None, None, :]
+    if bias.shape != (keys.shape[0], queries, keys.shape[1]):
+        raise ValueError(f"attention_bias must have shape {[keys.shape[0], queries, keys.shape[1]]}, "
+                         f"got {list(bias.shape)}")
+    out = bias.to(dtype).masked_fill(~keys[:, None, :], float("-inf"))
+    return out[:, None]

@@ -1,0 +1,102 @@
+"""`NativeDiffusionNet`: a native transformer as the `MaskedDiffusionModel` the engine drives.
+
+On top of `HFDiffusionNet` (stop ids merged into EOS, decode sessions) it adds what the
+native module makes possible:
+
+- the Dream logit shift applied per row: position i reads the prediction made at i - 1, and
+  each row's first real position repeats itself, so a left-padded row matches the row alone;
+- the attention-bias extension (`supports_attention_bias`): `position_ids` [B, L] and
+  `attention_bias` [B, L, L] (added to every head's scores) pass straight to the transformer;
+  such calls bypass the KV cache (they are not steps of a block-wise decode);
+- per-row prefix and dual caches (`cache.RowBlockCache`), batch-invariant by construction.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from parallelbench.models.hf.net import HFDiffusionNet, merge_stop_logits
+from parallelbench.models.native.cache import RowBlockCache
+from parallelbench.models.native.layers import default_positions
+
+CACHE_MODES = ("prefix", "dual")
+
+
+class NativeDiffusionNet(HFDiffusionNet):
+    supports_attention_bias = True
+    cache_modes = CACHE_MODES
+
+    def __init__(self, model: torch.nn.Module, *, mask_id: int, eos_id: int, vocab_size: int,
+                 stop_ids: Sequence[int] = (), pad_id: int | None = None, cache: str = "none",
+                 source: str = "", compile: bool = False):
+        if cache not in ("none", *CACHE_MODES):
+            raise ValueError(f"cache={cache!r} is invalid: use none, prefix or dual")
+        super().__init__(model, mask_id=mask_id, eos_id=eos_id, vocab_size=vocab_size, stop_ids=stop_ids,
+                         pad_id=pad_id, cache="none")
+        self.family = getattr(model, "family", "native")
+        self.logit_shift = int(getattr(model, "logit_shift", 0))
+        self.cache_mode = cache
+        self.source = source
+        self.compiled = bool(compile)
+        if compile:
+            model.compile_parts()
+        self._row_cache = None if cache == "none" else RowBlockCache(model, cache, mask_id=self.mask_id,
+                                                                       shift=self.logit_shift)
+
+    @torch.no_grad()
+    def forward(self, canvas: torch.Tensor, *, attention_mask: torch.Tensor | None = None,
+                rows: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
+                attention_bias: torch.Tensor | None = None) -> torch.Tensor:
+        if attention_mask is None:
+            attention_mask = torch.ones_like(canvas, dtype=torch.bool)
+        attention_mask = attention_mask.bool()
+        if rows is None:
+            rows = torch.arange(canvas.shape[0], device=canvas.device)
+        positions = default_positions(attention_mask) if position_ids is None else position_ids
+        session = self.session_info
+        if self._row_cache is not None and session is not None and attention_bias is None and position_ids is None:
+            raw = self._row_cache.forward(canvas, attention_mask, positions, rows, session.gen_length,
+                                          session.block_length)
+        else:
+            raw = self.model(canvas, attention_mask, position_ids=positions, attention_bias=attention_bias)
+        return self._finish(raw, attention_mask)
+
+    __call__ = forward
+
+    def _finish(self, raw: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        logits = raw[..., : self.vocab_size]
+        if self.logit_shift:
+            logits = shift_per_row(logits, attention_mask, self.logit_shift)
+        if logits.data_ptr() == raw.data_ptr() and not self.merge_ids:
+            logits = logits.clone()  # never hand out the cache's own buffer
+        if self.merge_ids:
+            logits = merge_stop_logits(logits, self.eos_id, self.merge_ids)
+        return logits
+
+    def reset(self) -> None:
+        if self._row_cache is not None:
+            self._row_cache.reset()
+
+    def cache_refreshes(self) -> dict[int, int]:
+        return dict(self._row_cache.refreshes) if self._row_cache is not None else {}
+
+    def versions(self) -> dict[str, Any]:
+        out = {"torch": torch.__version__, "native_family": self.family, "kv_cache": self.cache_mode,
+               "dtype": str(next(self.model.parameters()).dtype).replace("torch.", "")}
+        if self.source:
+            out["checkpoint"] = self.source
+        if self.compiled:
+            out["compile"] = "true"
+        return out
+
+
+def shift_per_row(logits: torch.Tensor, attention_mask: torch.Tensor, shift: int = 1) -> torch.Tensor:
+    """Logit at position i taken from i - shift, never from before the row's first real token
+    (which repeats itself), so left padding changes nothing."""
+    b, length, v = logits.shape
+    first = torch.argmax(attention_mask.int(), dim=1)  # index of each row's first real token
+    src = torch.arange(length, device=logits.device).unsqueeze(0) - shift
+    src = torch.maximum(src, first.unsqueeze(1)).clamp(max=length - 1)
+    return torch.gather(logits, 1, src.unsqueeze(-1).expand(b, length, v))

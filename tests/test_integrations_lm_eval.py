@@ -1,0 +1,139 @@
+"""lm-evaluation-harness both ways, run for real (offline): our engine as an lm-eval model,
+our tasks as an lm-eval task folder, and the same numbers through both doors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+lm_eval = pytest.importorskip("lm_eval")
+
+from parallelbench.cli import app  # noqa: E402
+from parallelbench.integrations.lm_eval_tasks import doc_of, export_lm_eval, lm_eval_task_name  # noqa: E402
+from parallelbench.tasks import get_task  # noqa: E402
+
+runner = CliRunner()
+
+
+def _instance(context: str, kwargs: dict, doc: dict | None = None, idx: int = 0):
+    from lm_eval.api.instance import Instance
+
+    return Instance(request_type="generate_until", doc=doc or {}, arguments=(context, kwargs), idx=idx)
+
+
+def test_importing_the_module_registers_the_model() -> None:
+    from lm_eval.api.registry import get_model
+
+    from parallelbench.integrations.lm_eval import ParallelBenchLM
+
+    assert get_model("parallelbench") is ParallelBenchLM
+
+
+def test_generate_until_cuts_at_stops_honours_per_request_length_and_records_nfe() -> None:
+    from parallelbench.integrations.lm_eval import ParallelBenchLM
+
+    lm = ParallelBenchLM(model="tiny", strategy="confidence-topk", k=2, gen_length=32, batch_size=2)
+    samples = get_task("waiting_line/copy").samples(3)
+    docs = [doc_of(s) for s in samples]
+    reqs = [
+        _instance(docs[0]["text"], {"until": [], "max_gen_toks": 32}, docs[0], 0),
+        _instance(docs[1]["text"], {"until": [","], "max_gen_toks": 32}, docs[1], 1),
+        _instance(docs[2]["text"], {"until": [], "max_gen_toks": 16}, docs[2], 2),
+    ]
+    out = lm.generate_until(reqs)
+    assert len(out) == 3
+    assert "," not in out[1]  # cut at the stop string
+    full = lm.generate_until([_instance(docs[1]["text"], {"until": [], "max_gen_toks": 32}, docs[1], 0)])[0]
+    assert full.startswith(out[1]) and len(full) > len(out[1])
+    first = lm.stats[0]
+    assert first["nfe"] == 16 and first["num_tokens"] == 32 and first["tokens_per_step"] == pytest.approx(2.0)
+    assert lm.stats[2]["nfe"] == 8  # its own max_gen_toks: 16 tokens at 2 per step
+    assert reqs[0].args[1]["parallelbench"]["nfe"] == 16  # lands in lm-eval's per-sample log
+    assert "tokens per step" in lm.summary()
+
+
+def test_bad_model_arguments_are_one_line() -> None:
+    from parallelbench.integrations.lm_eval import ParallelBenchLM, ParallelBenchLMError
+
+    with pytest.raises(ParallelBenchLMError, match="batch_size"):
+        ParallelBenchLM(model="tiny", strategy="confidence-topk", k=2, batch_size="many")
+
+
+def _run_db_scores(tmp_path: Path, task: str, limit: int) -> dict[str, float]:
+    db = tmp_path / "run.db"
+    res = runner.invoke(app, ["run", "--model", "tiny", "--tasks", task, "--strategy", "confidence-topk", "--k", "2",
+                              "--limit", str(limit), "--db", str(db), "--no-report"])
+    assert res.exit_code == 0, res.output
+    from parallelbench.runner.store import ResultsStore
+
+    with ResultsStore(db, create=False) as store:
+        frame = store.frame()
+    return {str(r.sample_id): float(r.score) for r in frame.itertuples()}
+
+
+def test_parallelbench_run_and_parallelbench_lm_eval_agree(tmp_path: Path, monkeypatch) -> None:
+    task, limit = "waiting_line/shuffle", 6
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, ["tasks", "export", "--format", "lm-eval", "--tasks", task, "--limit", str(limit),
+                              "--out", "pb_tasks"])
+    assert res.exit_code == 0, res.output
+    name = lm_eval_task_name(task)
+    res = runner.invoke(app, ["lm-eval", "--model", "parallelbench",
+                              "--model_args", "model=tiny,strategy=confidence-topk,k=2,batch_size=8",
+                              "--include_path", "pb_tasks", "--tasks", name, "--limit", str(limit),
+                              "--log_samples", "--output_path", "lm_out"])
+    assert res.exit_code == 0, res.output
+    logged = list((tmp_path / "lm_out").rglob(f"samples_{name}_*.jsonl"))
+    assert logged, "lm-eval wrote no per-sample log"
+    rows = [json.loads(line) for line in logged[0].read_text().splitlines() if line.strip()]
+    assert len(rows) == limit
+    via_lm_eval = {json.loads(r["doc"]["parallelbench_sample"])["id"]: float(r["acc"]) for r in rows}
+    assert all(r["arguments"]["gen_args_0"]["arg_1"]["parallelbench"]["tokens_per_step"] == pytest.approx(2.0)
+               for r in rows)  # NFE and tokens per step read back from lm-eval's own log
+    via_run = _run_db_scores(tmp_path, task, limit)
+    assert via_lm_eval == via_run
+    assert 0.0 < sum(via_run.values()) < limit  # shuffle at k=2 is neither all right nor all wrong here
+
+
+def _tiny_causal_lm(folder: Path) -> Path:
+    """A random-weight Llama with a byte-level BPE tokenizer, written the way the hub stores one."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer()
+    text = [s.prompt + " " + s.answer for s in get_task("waiting_line/copy").samples(40)]
+    bpe.train_from_iterator(text, vocab_size=400, min_frequency=1, special_tokens=["<|endoftext|>"])
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, eos_token="<|endoftext|>",
+                                  pad_token="<|endoftext|>", bos_token="<|endoftext|>")
+    tok.save_pretrained(folder)
+    import torch
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=4096,
+                      eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id, pad_token_id=tok.pad_token_id)
+    LlamaForCausalLM(cfg).save_pretrained(folder)
+    return folder
+
+
+def test_lm_eval_command_line_scores_an_autoregressive_model_on_the_exported_tasks(tmp_path: Path) -> None:
+    tasks = [get_task("waiting_line/copy"), get_task("puzzle/sudoku")]
+    export_lm_eval(tasks, tmp_path / "pb_tasks", limit=2)
+    model = _tiny_causal_lm(tmp_path / "tiny-llama")
+    cmd = [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={model}",
+           "--include_path", str(tmp_path / "pb_tasks"), "--tasks",
+           "parallelbench_waiting_line_copy,parallelbench_puzzle_sudoku", "--limit", "2", "--device", "cpu",
+           "--gen_kwargs", "max_gen_toks=8", "--output_path", str(tmp_path / "out")]
+    env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = list((tmp_path / "out").rglob("results_*.json"))
+    assert results, proc.stdout[-2000:]
+    data = json.loads(results[0].read_text())["results"]
+    for name in ("parallelbench_waiting_line_copy", "parallelbench_puzzle_sudoku"):
+        assert 0.0 <= data[name]["acc,none"] <= 1.0  # scored by our scorers through lm-eval's pipeline

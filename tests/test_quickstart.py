@@ -1,0 +1,46 @@
+"""The README's two-command quick start: `make run` and `make test`, idempotent, and CI runs the second."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+
+
+def _quick_start_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    return [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
+
+
+def test_readme_quick_start_is_two_make_commands_and_ci_runs_the_test_one() -> None:
+    assert _quick_start_commands() == ["make run", "make test"]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^make test\b", ci, re.M)
+
+
+def _dry(target: str, venv: Path) -> str:
+    out = subprocess.run(["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+def test_setup_runs_on_a_fresh_venv_and_is_skipped_once_done(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    fresh = _dry("test", venv)
+    assert "pip install" in fresh and "-e \".[all]\"" in fresh and "pytest" in fresh
+    (venv / "bin").mkdir(parents=True)
+    stamp = venv / ".parallelbench-installed"
+    stamp.touch()
+    later = (ROOT / "pyproject.toml").stat().st_mtime + 10
+    os.utime(stamp, (later, later))
+    again = _dry("test", venv)
+    assert "pip install" not in again and "pytest" in again  # second call: straight to the tests
+    assert "parallelbench run" in _dry("run", venv) and "pip install" not in _dry("run", venv)
