@@ -200,3 +200,9 @@ def test_a_run_refuses_an_unreadable_frequency_file_before_decoding(tmp_path):
                                    "--db", str(db), "--no-report"])
     assert res.exit_code != 0 and "option frequencies=" in res.output and "Traceback" not in res.output
     assert not db.exists()
+
+
+def test_prophet_early_commit_fills_later_blocks_with_their_top_tokens():
+    model = ideal([[4, 4, 4, 4], [5, 5, 5, 5]], [0.5, 0.5])
+    r = run(model, "prophet", 4, block_length=2)  # the early commit reaches past the active block
+    assert r.tokens_per_step == [1, 3] and r.tokens in ([4, 4, 4, 4], [5, 5, 5, 5])
