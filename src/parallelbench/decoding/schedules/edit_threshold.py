@@ -52,13 +52,15 @@ class EditThreshold(Strategy):
         edit = torch.zeros_like(pool)
         top = view.canvas
         r, p = pool.nonzero(as_tuple=True)
-        if r.numel():  # only the block's committed positions: their probabilities, mask token banned
-            probs = torch.softmax(view.logits[r, p].float(), dim=-1)
-            if 0 <= view.mask_id < probs.shape[-1]:
-                probs[:, view.mask_id] = 0.0
-            p_top, best = probs.max(dim=-1)
+        if r.numel():  # only the block's committed positions (no [N, V] probabilities: a log-sum-exp)
+            logits = view.logits[r, p].float()  # a copy: safe to edit
+            norm = logits.logsumexp(dim=-1)
             now = view.canvas[r, p]
-            p_now = probs.gather(-1, now.unsqueeze(-1)).squeeze(-1)
+            p_now = torch.exp(logits.gather(-1, now.unsqueeze(-1)).squeeze(-1) - norm)
+            if 0 <= view.mask_id < logits.shape[-1]:
+                logits[:, view.mask_id] = float("-inf")  # the mask token is never proposed
+            best_logit, best = logits.max(dim=-1)
+            p_top = torch.exp(best_logit - norm)
             edit[r, p] = (best != now) & (p_top - p_now > o.edit_threshold)
             top = view.canvas.clone()
             top[r, p] = best
