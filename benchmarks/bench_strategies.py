@@ -45,11 +45,17 @@ class StandIn(torch.nn.Module):
         layer = torch.nn.TransformerEncoderLayer(dim, heads, ff, dropout=0.0, batch_first=True)
         self.body = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.head = torch.nn.Linear(dim, vocab)
+        self.heads = heads
+        self.supports_attention_bias = not causal  # position_ids / attention_bias: WINO's shadow block
         self.eval()
 
-    def forward(self, canvas, *, attention_mask=None, rows=None):
+    def forward(self, canvas, *, attention_mask=None, rows=None, position_ids=None, attention_bias=None):
         n = canvas.shape[1]
-        x = self.embed(canvas) + self.pos(torch.arange(n, device=canvas.device))
+        pos = torch.arange(n, device=canvas.device) if position_ids is None else position_ids
+        x = self.embed(canvas) + self.pos(pos)
+        if attention_bias is not None:  # [B, L, L] additive scores, the same for every head
+            mask = attention_bias.to(x.dtype).repeat_interleave(self.heads, dim=0)
+            return self.head(self.body(x, mask=mask)) * 4.0
         pad = None if attention_mask is None else ~attention_mask
         mask = None
         if self.causal:
@@ -65,10 +71,11 @@ class Timed:
         self.net, self.clock, self.sync, self.counter = net, clock, sync, counter
         self.mask_id, self.eos_id, self.vocab_size = net.mask_id, net.eos_id, net.vocab_size
         self.device = next(net.parameters()).device
+        self.supports_attention_bias = getattr(net, "supports_attention_bias", False)
 
-    def forward(self, canvas, *, attention_mask=None, rows=None):
+    def forward(self, canvas, *, attention_mask=None, rows=None, **bias):
         t0 = self.clock()
-        out = self.net(canvas, attention_mask=attention_mask, rows=rows)
+        out = self.net(canvas, attention_mask=attention_mask, rows=rows, **bias)
         self.sync()
         self.counter[0] += self.clock() - t0
         return out

@@ -209,3 +209,12 @@ def test_shipped_tiny_model_gives_the_same_logits_through_the_contract():
     bias = torch.zeros(3, 30, 30).masked_fill(~attention[:, None, :], float("-inf"))
     via = net.forward(canvas, attention_mask=attention, position_ids=pos, attention_bias=bias)
     assert torch.allclose(plain[attention], via[attention], atol=1e-4)
+
+
+def test_wino_on_a_one_layer_tiny_model_decodes_like_the_fallback():
+    net = tiny_net(rope=True, segments=True, pointer=True)
+    prompts = [[12, 13, 3], [14, 15, 16, 17, 3]]
+    fast = decode(net, prompts, gen_length=8, strategy=build_strategy("wino", wide_threshold=0.3), seed=0)
+    slow = decode(Plain(net), prompts, gen_length=8, strategy=build_strategy("wino", wide_threshold=0.3), seed=0)
+    assert [r.tokens for r in fast] == [r.tokens for r in slow]
+    assert [r.tokens_per_step for r in fast] == [r.tokens_per_step for r in slow]
