@@ -244,3 +244,10 @@ def test_a_one_person_shuffle_cot_is_refused_like_the_direct_task(tmp_path):
     cot = with_params(get_task("waiting_line/sort-cot"), n_min=8, n_max=8)
     s = cot.samples(1)[0]
     assert len(s.data["input"]) == 8 and score(s, s.answer).score == 1.0
+
+
+def test_the_tiny_model_never_trains_on_cot_prose():
+    from parallelbench.models.tiny.data import training_tasks
+
+    ids = {t.id for t in training_tasks()}
+    assert "waiting_line/shuffle" in ids and not any(i.endswith("-cot") for i in ids)
