@@ -175,3 +175,26 @@ def test_checkpoints_are_selected_on_a_validation_stream_disjoint_from_the_tests
     # without validation nothing is selected: the last step is exported, and config.json says so
     plain = json.loads((train(TrainConfig(out=str(tmp_path / "p"), **TOY), progress=False) / "config.json").read_text())
     assert plain["selection"] == {"rule": "last step (no checkpoint selection)", "step": 6}
+
+
+def test_accuracy_table_measures_the_test_set_or_the_validation_stream():
+    from parallelbench.models.tiny.evaluate import VALIDATION_SIZE, split_samples
+    from parallelbench.tasks import get_task
+
+    task = get_task("puzzle/latin_square")
+    test = split_samples(task, "test", 5)
+    valid = split_samples(task, "validation", 5)
+    assert [s.prompt for s in test] == [s.prompt for s in task.samples(5)]
+    assert len(valid) == 5 and not {s.prompt for s in valid} & {s.prompt for s in task.samples()}
+    assert len(split_samples(task, "validation")) == VALIDATION_SIZE
+    with pytest.raises(ValueError, match="validation"):
+        split_samples(task, "train")
+
+
+def test_accuracy_cli_rejects_an_unknown_split():
+    from typer.testing import CliRunner
+
+    from parallelbench.cli import app
+
+    result = CliRunner().invoke(app, ["tiny", "accuracy", "--split", "train", "--limit", "1"])
+    assert result.exit_code != 0 and "test or validation" in result.output
