@@ -94,7 +94,9 @@ def leaderboard(
     for i, row in ranked.iterrows():
         value = aup_of.get(row["strategy"])
         shown = "–" if value is None or value != value else f"{value:.1f}"
-        table.add_row("=1" if bool(row.get("tied", False)) else str(i + 1), escape(display_name(row["strategy"])),
+        shared = "rank" in ranked and (bool(row["tied"]) or list(ranked["rank"]).count(row["rank"]) > 1)
+        number = f"={row['rank']}" if shared else str(row["rank"] if "rank" in ranked else i + 1)
+        table.add_row(number, escape(display_name(row["strategy"])),
                       escape(display_name(row["kind"])), *(_headline(row, n) for n in names), shown)
     console = Console()
     console.print(table)
