@@ -101,8 +101,9 @@ def leaderboard(
     console = Console()
     console.print(table)
     if "tied" in ranked:
-        console.print("[dim]brackets: 95% interval (bootstrap over samples); ≈ and =1: the interval overlaps the "
-                      "leader's, so the order is not established by these samples[/dim]", soft_wrap=True)
+        console.print("[dim]brackets: 95% interval (bootstrap over samples); ≈: the interval overlaps the leader's (tied); "
+                      "=N: rows sharing a rank, their intervals on the first threshold overlap, so these samples do not "
+                      "order them[/dim]", soft_wrap=True)
     task_columns = [c for c in aups.columns if c.startswith("AUP ")]
     if task_columns:
         per = Table(title="AUP per task (accuracy under parallelism, d3LLM leaderboard definition; y_max over the rows shown)")
