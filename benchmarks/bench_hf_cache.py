@@ -1,7 +1,7 @@
 """Speed of the Fast-dLLM prefix / dual KV cache against uncached decoding (same NFE).
 
 A randomly initialised bidirectional transformer with Dream's forward signature (the
-offline test stand-in, tests/test_models_hf_standin_code.py) wrapped in the real
+offline test stand-in, tests/hf_standin_code.py) wrapped in the real
 `DreamNet` adapter, so the whole cache path runs: refresh passes, windows, row
 alignment and the logits shift. Reports seconds per decode, NFE, refresh passes and how
 many generated tokens agree with the uncached decode (a multi-layer model makes the
@@ -32,10 +32,13 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=16)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes that finish in seconds (smoke test; the figures mean nothing)")
     args = ap.parse_args()
+    if args.quick:
+        args.layers, args.hidden, args.vocab, args.prompt, args.gen, args.block, args.batch, args.repeats = 1, 32, 64, 16, 8, 4, 1, 1
     torch.set_num_threads(1)
 
-    from test_models_hf_standin_code import DreamStandInConfig, DreamStandInLM
+    from hf_standin_code import DreamStandInConfig, DreamStandInLM
 
     from parallelbench.decoding import build_strategy, decode
     from parallelbench.models.hf.dream import DreamNet

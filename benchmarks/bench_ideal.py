@@ -99,7 +99,10 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--scaling", action="store_true", help="time the model forward alone for shuffle n = 6..9")
+    ap.add_argument("--quick", action="store_true", help="tiny sizes that finish in seconds (smoke test; the figures mean nothing)")
     args = ap.parse_args()
+    if args.quick:
+        args.samples, args.batch, args.repeats, args.n = 500, 250, 1, 4
 
     import torch
 

@@ -6,6 +6,7 @@ scoring, the database and the report: what a user waits for.
 
     python benchmarks/bench_main_job.py            # 3 runs
     python benchmarks/bench_main_job.py --runs 1 -- --limit 2   # extra args go to `parallelbench run`
+    python benchmarks/bench_main_job.py --quick    # one run, one task, one sample, no report (smoke test)
 """
 
 from __future__ import annotations
@@ -39,8 +40,12 @@ def one_run(extra: list[str]) -> tuple[float, int, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes that finish in seconds (smoke test; the figures mean nothing)")
     args, extra = parser.parse_known_args()
     extra = [a for a in extra if a != "--"]
+    if args.quick:
+        args.runs = 1
+        extra = ["--tasks", "waiting_line/copy", "--strategy", "confidence-topk", "--k", "4", "--limit", "1", "--no-report", *extra]
     times = []
     for i in range(args.runs):
         elapsed, rows, model = one_run(extra)

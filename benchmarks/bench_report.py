@@ -1,6 +1,6 @@
 """Time the analysis on a large synthetic results frame: curves, oracle, task map, failures, report.
 
-Usage: python benchmarks/bench_report.py [--samples 400] [--out /tmp/pb-bench-report]
+Usage: python benchmarks/bench_report.py [--samples 400] [--out /tmp/pb-bench-report] [--quick]
 The frame has 88 rows per sample (22 strategy settings x 4 tasks); --samples 400 gives 35,200 rows.
 """
 
@@ -15,7 +15,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--samples", type=int, default=400)
     parser.add_argument("--out", type=Path, default=Path("/tmp/pb-bench-report"))
+    parser.add_argument("--quick", action="store_true", help="tiny sizes that finish in seconds (smoke test; the figures mean nothing)")
     args = parser.parse_args()
+    if args.quick:
+        args.samples = 2
 
     from parallelbench.analysis.curves import curves
     from parallelbench.analysis.failures import find_failures

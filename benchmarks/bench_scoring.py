@@ -1,15 +1,16 @@
-"""Time scoring 1,700 answers (the 17 paper tasks x 100 samples), grammar and BERTScore included.
+"""Time scoring 1,708 answers (the 17 paper tasks: 100 samples each, 108 for Sudoku), grammar and BERTScore included.
 
 The answers are built from the task generators: each sample's reference answer,
 as is, wrapped in prose, corrupted (two words swapped or one dropped) or replaced
 by another sample's answer, chosen with a fixed seed, so every scorer path runs
-and the grammar cache sees about 1,700 distinct texts.
+and the grammar cache sees about 1,700 distinct texts (1,708 answers).
 
 The clock starts before `parallelbench.scoring` is imported, so the figure includes
 loading rouge-score, sacrebleu, Harper and the MiniLM model, as a fresh
 `parallelbench score` process pays them.
 
     python benchmarks/bench_scoring.py            # prints phase times and per-task means
+    python benchmarks/bench_scoring.py --quick    # 2 answers of each list and puzzle task (no text models)
 """
 
 from __future__ import annotations
@@ -33,11 +34,14 @@ def corrupt(text: str, rng: random.Random) -> str:
     return " ".join(words)
 
 
-def build_answers(seed: int) -> tuple[list, list[str]]:
+def build_answers(seed: int, quick: bool = False) -> tuple[list, list[str]]:
     from parallelbench.tasks import resolve_tasks
 
     rng = random.Random(seed)
-    samples = [s for task in resolve_tasks("paper") for s in task.samples()]
+    if quick:  # no grammar checker or sentence model to load: list and puzzle tasks only
+        samples = [s for task in resolve_tasks("waiting_line,puzzle") for s in task.samples(2)]
+    else:
+        samples = [s for task in resolve_tasks("paper") for s in task.samples()]
     by_task = defaultdict(list)
     for s in samples:
         by_task[s.task].append(s.answer)
@@ -58,10 +62,11 @@ def build_answers(seed: int) -> tuple[list, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes that finish in seconds (smoke test; the figures mean nothing)")
     args = parser.parse_args()
 
     t0 = time.perf_counter()
-    samples, outputs = build_answers(args.seed)
+    samples, outputs = build_answers(args.seed, args.quick)
     t_build = time.perf_counter() - t0
 
     load_before = os.getloadavg()[0]

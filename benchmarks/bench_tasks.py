@@ -1,6 +1,7 @@
 """Time the task side: building the registry, generating samples, listing answer sets, importing the release.
 
     python benchmarks/bench_tasks.py            # prints seconds per phase (best of --repeat)
+    python benchmarks/bench_tasks.py --quick    # one repeat, the paper tasks only (smoke test)
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ def best(fn, repeat: int) -> tuple[float, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes that finish in seconds (smoke test; the figures mean nothing)")
     args = parser.parse_args()
+    if args.quick:
+        args.repeat = 1
 
     start = time.perf_counter()
     from parallelbench.tasks import registry, resolve_tasks, valid_answers
@@ -35,6 +39,8 @@ def main() -> None:
     paper = resolve_tasks("paper")
     t, samples = best(lambda: [s for task in paper for s in task.samples()], args.repeat)
     print(f"generate the 17 paper tasks ({len(samples)} samples): {t:.3f} s")
+    if args.quick:
+        return
     t, everything = best(lambda: [s for task in tasks.values() for s in task.samples()], args.repeat)
     print(f"generate all {len(tasks)} tasks ({len(everything)} samples): {t:.3f} s")
     sudoku = tasks["puzzle/sudoku"]

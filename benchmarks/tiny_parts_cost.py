@@ -5,7 +5,7 @@ training stream with the grid exclusion and the rank features switched off one a
 (the parameters stay; only the forward pass skips the part), so their share of a step can
 be told apart from the cost of the task mix.
 
-Usage: python benchmarks/tiny_parts_cost.py [--batches 40] [--threads 2] [--repeats 2]
+Usage: python benchmarks/tiny_parts_cost.py [--batches 40] [--threads 2] [--repeats 2] [--quick]
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ def main() -> None:
     ap.add_argument("--first-step", type=int, default=10, help="training step of the first batch")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes that finish in seconds (smoke test; the figures mean nothing)")
     args = ap.parse_args()
+    if args.quick:
+        args.batches, args.repeats, args.threads = 1, 1, 1
 
     import torch
 
@@ -33,6 +36,8 @@ def main() -> None:
 
     _, tok = load_net()
     cfg, tasks = TrainConfig(), training_tasks()
+    if args.quick:  # small chunks of two tasks: the stream is built in a second
+        cfg.batch_size, cfg.chunk_per_task, tasks = 8, 8, training_tasks(["waiting_line/copy", "puzzle/latin_square"])
     stream = TrainingStream(tok, tasks, cfg.seed, cfg.batch_size, cfg.chunk_per_task, guard=HeldOutGuard(tasks))
     batches = [collate(stream.batch(s), tok.pad_id) for s in range(args.first_step, args.first_step + args.batches)]
     torch.manual_seed(0)

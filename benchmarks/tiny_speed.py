@@ -3,7 +3,7 @@
 Reports both wall time and this process's CPU time, because the machine is often shared:
 CPU seconds per step times the shipped run's steps is what training costs on an idle core.
 
-Usage: python benchmarks/tiny_speed.py [--steps 20] [--threads 1] [--warmup 0] [--compile]
+Usage: python benchmarks/tiny_speed.py [--steps 20] [--threads 1] [--warmup 0] [--compile] [--quick]
 
 --compile wraps each transformer block in torch.compile(dynamic=True); give it --warmup
 steps (untimed) so compiling is not counted as training.
@@ -24,7 +24,10 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=0, help="untimed steps before the timed ones")
     ap.add_argument("--compile", action="store_true", help="torch.compile each block (dynamic shapes)")
     ap.add_argument("--decode-samples", type=int, default=64)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes that finish in seconds (smoke test; the figures mean nothing)")
     args = ap.parse_args()
+    if args.quick:
+        args.steps, args.warmup, args.decode_samples = 1, 0, 2
 
     import torch
 
@@ -39,7 +42,10 @@ def main() -> None:
     # The shipped run's configuration and data; batches are made before timing starts.
     _, tok = load_net()
     cfg = TrainConfig()
-    stream = TrainingStream(tok, training_tasks(), cfg.seed, cfg.batch_size, cfg.chunk_per_task)
+    tasks = training_tasks()
+    if args.quick:  # small chunks of two tasks: the stream is built in a second
+        cfg.batch_size, cfg.chunk_per_task, tasks = 8, 8, training_tasks(["waiting_line/copy", "puzzle/latin_square"])
+    stream = TrainingStream(tok, tasks, cfg.seed, cfg.batch_size, cfg.chunk_per_task)
     batches = [collate(stream.batch(s), tok.pad_id) for s in range(args.warmup + args.steps)]
     net = TinyDenoiser(model_config(cfg, tok))
     if args.compile:

@@ -72,6 +72,16 @@ def test_w2s_levels_hold_100_sets_of_7_distinct_lowercase_words():
             assert all(WORD.fullmatch(w) for w in words), (level, words)
 
 
+def test_the_two_w2s_sets_taken_from_the_paper_stay_first():
+    """docs/data.md: easy[0] and hard[0] start with the appendix's W2S (easy) and W2S (hard)
+    examples; the paper's medium example is not in the file."""
+    levels = _json("w2s_words.json")
+    assert levels["easy"][0][:4] == ["dog", "park", "ball", "throw"]
+    assert levels["hard"][0][:4] == ["algorithm", "river", "symphony", "moss"]
+    paper_medium = {"apple", "river", "table", "happy"}
+    assert not any(paper_medium <= set(words) for sets in levels.values() for words in sets)
+
+
 def test_no_w2s_set_repeats_within_or_across_levels():
     levels = _json("w2s_words.json")
     full = [frozenset(words) for sets in levels.values() for words in sets]

@@ -172,3 +172,18 @@ def test_edit_threshold_rewrites_a_committed_token_when_the_model_changes_its_mi
 def test_edit_threshold_of_one_never_edits():
     r = run(edit_scenario(), "edit-threshold", 3, threshold=0.4, edit_threshold=1.0)
     assert r.tokens == [4, 4, 8] and r.extra["edits"] == 0
+
+
+def test_strategies_command_lists_the_new_presets_with_their_defaults():
+    from typer.testing import CliRunner
+
+    from parallelbench.cli import app
+
+    res = CliRunner().invoke(app, ["strategies", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {r["name"]: r for r in json.loads(res.output)}
+    assert set(NEW) <= set(rows)
+    assert rows["prophet"]["options"]["gap_early"] == 7.5 and rows["credit"]["options"]["decay"] == 0.65
+    assert rows["pc-sampler"]["kind"] == "topk" and rows["pc-sampler"]["options"]["lam"] == 0.25
+    bad = CliRunner().invoke(app, ["strategies", "nope"])
+    assert bad.exit_code == 2 and "unknown strategy 'nope'" in bad.output

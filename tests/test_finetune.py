@@ -275,3 +275,60 @@ def test_finetune_refuses_a_model_without_qkv_projections(tmp_path: Path) -> Non
     msg = _one_line_error(_invoke("--model", f"hf:{ckpt}", *OPT_ARGS, "--tasks", "waiting_line/copy",
                                   "--out", str(tmp_path / "o"), *QUICK))
     assert "q_proj/k_proj/v_proj" in msg and not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_lora_on_gpu_trains_in_bf16_and_loads(tmp_path: Path) -> None:
+    """On a GPU the base loads in bf16, the adapter trains in fp32 under bf16 autocast."""
+    pytest.importorskip("peft")
+    from parallelbench.models.finetune.lora import LoraBackend
+
+    base = _standin(tmp_path / "base", 0)
+    opts = {"family": "llada", "trust_remote_code": "true", "device": "cuda"}
+    backend = LoraBackend(f"hf:{base}", opts, rank=8, alpha=16, dropout=0.05)
+    assert backend.autocast and next(backend.net.model.get_base_model().parameters()).dtype == torch.bfloat16
+    assert all(p.dtype == torch.float32 for p in backend.parameters())
+    out = tmp_path / "adapter"
+    result = _invoke("--model", f"hf:{base}", *[a for k, v in opts.items() for a in ("--model-opt", f"{k}={v}")],
+                     "--tasks", "waiting_line/copy", "--out", str(out), "--max-steps", "4", "--val-decode", "4",
+                     "--lr", "1e-2", "--rank", "8", "--alpha", "16", "--grad-accum", "2", *QUICK)
+    assert result.exit_code == 0, result.output
+    record = json.loads((out / "finetune.json").read_text())
+    assert all(h.get("loss") is None or h["loss"] == h["loss"] for h in record["history"])  # finite, not NaN
+    tuned = load_model(f"hf:{base}", **opts, adapter=str(out))
+    plain = load_model(f"hf:{base}", **opts)
+    ids = torch.tensor([plain.tokenizer.encode_chat(get_task("waiting_line/copy").samples(1)[0].messages) + [1] * 8])
+    assert not torch.allclose(plain.net(ids).float(), tuned.net(ids).float())
+    gens = tuned.generate(get_task("waiting_line/copy").samples(4), "confidence-topk", max_new_tokens=32)
+    assert all(g.nfe > 0 for g in gens)
+
+
+@pytest.mark.parametrize("family", ["llada", "dream"])
+def test_lora_on_the_native_implementation(tmp_path: Path, family: str) -> None:
+    """Real LLaDA / Dream checkpoints load natively (layers q/k/v per block): LoRA targets those,
+    trains through the native forward with gradients, and the adapter loads on that base only."""
+    pytest.importorskip("peft")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import native_ckpt as nc
+
+    base = nc.write_checkpoint(tmp_path / "base", family, n_layers=1) if family == "llada" else \
+        nc.write_checkpoint(tmp_path / "base", family, num_hidden_layers=1)
+    other = nc.write_checkpoint(tmp_path / "other", family, seed=5)
+    out = tmp_path / "adapter"
+    result = _invoke("--model", f"hf:{base}", "--model-opt", "device=cpu", "--tasks", "waiting_line/copy",
+                     "--out", str(out), "--max-steps", "2", "--val-decode", "1", "--rank", "4", "--alpha", "8",
+                     "--lr", "1e-2", *QUICK)
+    assert result.exit_code == 0, result.output
+    assert sorted(json.loads((out / "adapter_config.json").read_text())["target_modules"]) == ["k", "q", "v"]
+    assert not nc.code_ran(base)
+    plain = load_model(f"hf:{base}", device="cpu")
+    tuned = load_model(f"hf:{base}", device="cpu", adapter=str(out))
+    ids = torch.tensor([plain.tokenizer.encode_chat(get_task("waiting_line/copy").samples(1)[0].messages) + [plain.net.mask_id] * 4])
+    assert not torch.allclose(plain.net(ids).float(), tuned.net(ids).float())
+    assert tuned.versions()["adapter.base"] == f"hf:{base}"
+    from parallelbench.models import ModelSpecError
+
+    with pytest.raises(ModelSpecError, match="was fine-tuned from"):
+        load_model(f"hf:{other}", device="cpu", adapter=str(out))

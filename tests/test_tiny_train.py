@@ -148,3 +148,30 @@ def test_uniform_loss_corrupts_without_mask_tokens():
     changed = spy.seen != batch["canvas"]
     assert changed.any() and not (changed & ~batch["maskable"]).any()
     assert not (spy.seen == spy.mask_id).any() and not (spy.seen == 3).any()
+
+
+def test_checkpoints_are_selected_on_a_validation_stream_disjoint_from_the_tests(tmp_path):
+    from parallelbench.models.tiny.data import HeldOutGuard, training_tasks, validation_split
+
+    tasks = training_tasks(TOY["tasks"])
+    for task in tasks:
+        valid = validation_split(task, 8)
+        again = validation_split(task, 8)
+        test_prompts = {s.prompt for s in task.samples()}
+        assert len(valid) == 8 and [s.prompt for s in valid] == [s.prompt for s in again]  # deterministic
+        assert not test_prompts & {s.prompt for s in valid}  # never a test sample
+        assert all(HeldOutGuard([task]).keep(s) for s in valid)
+    out = train(TrainConfig(out=str(tmp_path / "v"), validate_every=3, validate_samples=2, **TOY), progress=False)
+    log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    checks = [r for r in log if "valid_accuracy" in r]
+    assert [r["step"] for r in checks] == [3, 6] and all(0.0 <= r["valid_accuracy"] <= 1.0 for r in checks)
+    info = json.loads((out / "config.json").read_text())
+    chosen = info["selection"]
+    best = max(checks, key=lambda r: (r["valid_accuracy"], -r["step"]))  # ties keep the earlier step
+    assert chosen["step"] == best["step"] and chosen["valid_accuracy"] == best["valid_accuracy"]
+    exported, saved = _weights(out), torch.load(out / "best.pt", weights_only=True)
+    for key in exported:
+        assert torch.equal(exported[key], saved[key].to(torch.float16)), key
+    # without validation nothing is selected: the last step is exported, and config.json says so
+    plain = json.loads((train(TrainConfig(out=str(tmp_path / "p"), **TOY), progress=False) / "config.json").read_text())
+    assert plain["selection"] == {"rule": "last step (no checkpoint selection)", "step": 6}

@@ -127,17 +127,20 @@ def _headline(row, name: str) -> str:
 def report(
     db: Path = typer.Option(DEFAULT_DB, "--db", help="Results database written by `parallelbench run`."),
     out: Path = typer.Option(Path("parallelbench-out"), "--out", help="Folder for report.html, figures/ (PNG + SVG) and curves/."),
+    x_scale: str = typer.Option("log2", "--x-scale", help="Tokens-per-step axis of every plot: log2 (ticks 1, 2, 4, 8 ...) or linear."),
 ) -> None:
     """Write a self-contained HTML report (works offline) plus PNG/SVG figures.
 
-    Example: parallelbench report --db parallelbench.db --out parallelbench-out
+    Example: parallelbench report --db parallelbench.db --out parallelbench-out --x-scale log2
     """
+    if x_scale not in ("log2", "linear"):
+        _fail(f"--x-scale must be log2 or linear, not {x_scale!r}")
     from parallelbench.analysis.report import ResultsDatabaseError, write_report
     from parallelbench.outputs import OutputError, check_folder, output_error
 
     try:
         check_folder(out, "the report")
-        path = write_report(db, out)
+        path = write_report(db, out, x_scale=x_scale)
     except (FileNotFoundError, ResultsDatabaseError, OutputError) as err:
         _fail(str(err))
     except OSError as err:  # disk full or permissions changed while writing

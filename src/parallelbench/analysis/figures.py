@@ -208,7 +208,9 @@ def taskmap_figure(tmap: pd.DataFrame):
         bar.ax.tick_params(labelsize=7)
         legend = ax.legend(fontsize=7, title="category (marker shape)", title_fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.13), ncol=4, frameon=False)
         for handle in getattr(legend, "legend_handles", None) or getattr(legend, "legendHandles", []):
-            handle.set_facecolor("#bbbbbb")  # colour is accuracy, not category
+            if hasattr(handle, "set_array"):
+                handle.set_array(None)  # colour is accuracy, not category: grey in the legend
+            handle.set_facecolor("#bbbbbb")
     label_taskmap(fig, ax, shown["task"], x, y)
     fig.text(0.02, 0.015, "\n".join(_wrap(DEFINITION, 130)), fontsize=6.5, color="#333", va="bottom", ha="left")
     return fig

@@ -23,7 +23,7 @@ from parallelbench.display import display_name
 #: The task map's canvas in pixels: fixed, so label offsets hold at every page width
 #: (it fits the report's narrowest column, an 800 px window).
 TASKMAP_SIZE = (660, 560)
-TASKMAP_MARGIN = dict(l=70, r=90, t=50, b=60)
+TASKMAP_MARGIN = dict(l=70, r=90, t=20, b=100)
 TASKMAP_FONT = 11
 
 
@@ -110,24 +110,33 @@ def tradeoff_plot(averaged: pd.DataFrame, oracle_avg: pd.DataFrame, model: str, 
     return fig
 
 
+#: Per-task panels: three columns of fixed size, so titles and tick labels never collide
+#: at any page width (the figure fits the report's column in an 800 px window).
+PANEL_COLUMNS = 3
+PANEL_SIZE = (180, 170)
+PANEL_GAP = (36, 60)  # pixels between panels: room for tick labels and the next title
+PANELS_MARGIN = dict(l=55, r=15, t=85, b=50)
+
+
 def task_panels_plot(per_task: pd.DataFrame, model: str, x_scale: str = "log2"):
-    """One panel per task (the paper's figure 4), shared colours and legend."""
+    """One panel per task (the paper's figure 4), shared colours and legend below."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     palette = figures.colours(per_task["curve"])
     points = per_task[per_task["model"] == model]
     tasks = sorted(points["task"].unique())
-    cols = min(4, len(tasks))
+    cols = min(PANEL_COLUMNS, len(tasks))
     rows = -(-len(tasks) // cols)
     fig = make_subplots(
-        rows=rows, cols=cols, subplot_titles=[shown(t) for t in tasks], horizontal_spacing=0.07,
-        vertical_spacing=0.14 if rows < 4 else 0.07,
+        rows=rows, cols=cols, subplot_titles=[html.escape(display_name(t, 30)) for t in tasks],
+        horizontal_spacing=PANEL_GAP[0] / (cols * PANEL_SIZE[0] + (cols - 1) * PANEL_GAP[0]),
+        vertical_spacing=PANEL_GAP[1] / (rows * PANEL_SIZE[1] + (rows - 1) * PANEL_GAP[1]) if rows > 1 else 0.0,
     )
     seen = set()
     curve_ids = {c: i for i, c in enumerate(sorted(points["curve"].unique()))}
     axis = tps_axis(points["tps"], x_scale)
-    axis["title_text"] = "tokens per step" + (" (log2)" if x_scale == "log2" else "")
+    axis.pop("title_text")
     for i, task in enumerate(tasks):
         r, c = i // cols + 1, i % cols + 1
         for curve, group in points[points["task"] == task].groupby("curve", sort=True):
@@ -143,11 +152,19 @@ def task_panels_plot(per_task: pd.DataFrame, model: str, x_scale: str = "log2"):
                 row=r, col=c,
             )
             seen.add(curve)
-        fig.update_xaxes(**axis, row=r, col=c)
-        fig.update_yaxes(title_text=ACCURACY_AXIS, range=[-4, 104], row=r, col=c)
+        fig.update_xaxes(**axis, tickfont_size=10, row=r, col=c)
+        fig.update_yaxes(range=[-4, 104], tickfont_size=10, title_text=ACCURACY_AXIS if c == 1 else None, row=r, col=c)
+    for i in range(len(tasks), rows * cols):  # empty cells of the last row draw nothing
+        fig.update_xaxes(visible=False, row=i // cols + 1, col=i % cols + 1)
+        fig.update_yaxes(visible=False, row=i // cols + 1, col=i % cols + 1)
+    fig.update_annotations(font_size=11)  # the subplot titles
+    legend_rows = len(curve_ids) // 2 + 1
+    m = dict(PANELS_MARGIN, b=PANELS_MARGIN["b"] + 24 * legend_rows)
+    inner = (cols * PANEL_SIZE[0] + (cols - 1) * PANEL_GAP[0], rows * PANEL_SIZE[1] + (rows - 1) * PANEL_GAP[1])
     fig.update_layout(
-        title=f"Per task: {shown(model)} (x: {TPS_AXIS})", height=300 * rows + 80, legend_title_text="strategy",
-        margin=dict(l=60, r=20, t=70, b=40),
+        title=dict(text=f"Per task: {shown(model)}<br><sup>x: {TPS_AXIS}" + (", log2 scale" if x_scale == "log2" else "") + "</sup>", font_size=14),
+        width=m["l"] + m["r"] + inner[0], height=m["t"] + m["b"] + inner[1], autosize=False, margin=m,
+        legend=dict(title_text="strategy", orientation="h", x=0, y=-30 / inner[1], yanchor="top"),
     )
     return fig
 
@@ -178,7 +195,7 @@ def taskmap_plot(tmap: pd.DataFrame):
         py = area.y0 + (y_range[1] - y) / (y_range[1] - y_range[0]) * (area.y1 - area.y0)
         return px, py
 
-    texts = [display_name(t, 24) for t in data["task"]]
+    texts = [display_name(t, 32) for t in data["task"]]
     points = [pixel(x, y) for x, y in zip(data["parallelizability"], data["order_slope"])]
     offsets = place_labels(points, texts, area, font_size=TASKMAP_FONT, marker=6.0)
     accuracy = data["accuracy"] if "accuracy" in data else pd.Series(np.nan, index=data.index)
@@ -190,7 +207,7 @@ def taskmap_plot(tmap: pd.DataFrame):
         level = accuracy[categories == category]
         fig.add_trace(
             go.Scatter(
-                x=rows["parallelizability"], y=rows["order_slope"], mode="markers", name=shown(category) if category else "tasks",
+                x=rows["parallelizability"], y=rows["order_slope"], mode="markers", showlegend=False,
                 customdata=np.stack([[shown(t) for t in rows["task"]], [f"{a:.1f}" if a == a else "–" for a in level]], axis=-1),
                 marker=dict(
                     size=12, symbol=symbols[j % len(symbols)], color=level.fillna(-1).tolist(), cmin=0, cmax=100,
@@ -198,6 +215,13 @@ def taskmap_plot(tmap: pd.DataFrame):
                     colorbar=dict(title=dict(text="accuracy<br>level (%)", side="top"), len=0.8, x=1.02, thickness=12),
                 ),
                 hovertemplate="%{customdata[0]}<br>x %{x:.2f}<br>y %{y:.2f}<br>accuracy level %{customdata[1]}%<extra></extra>",
+            )
+        )
+    for j, category in enumerate(sorted(categories.unique())):  # legend entries: shape only (colour is accuracy)
+        fig.add_trace(
+            go.Scatter(
+                x=[None], y=[None], mode="markers", name=shown(category) if category else "tasks", hoverinfo="skip",
+                marker=dict(size=10, symbol=symbols[j % len(symbols)], color="#bbbbbb", line=dict(color="#333", width=0.8)),
             )
         )
     annotations = [
@@ -211,7 +235,7 @@ def taskmap_plot(tmap: pd.DataFrame):
     fig.add_hline(y=0, line_color="grey", line_width=1)
     fig.update_layout(
         width=width, height=height, autosize=False, margin=m, annotations=annotations,
-        legend=dict(title_text="category:", orientation="h", y=1.02, yanchor="bottom", x=0, font_size=10),
+        legend=dict(title_text="category (shape):", orientation="h", y=-0.17, yanchor="top", x=0, font_size=10),
         xaxis=dict(title_text=X_SHORT, range=[x_range[1], x_range[0]], title_font_size=11),
         yaxis=dict(title_text=Y_SHORT, range=y_range, title_font_size=11),
     )

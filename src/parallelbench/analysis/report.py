@@ -39,7 +39,7 @@ header p{margin:0;color:#c9d1dc;font-size:13px}main{padding:8px 32px 48px;max-wi
 section{background:#fff;border-radius:8px;padding:14px 22px;margin:18px 0;box-shadow:0 1px 3px rgba(0,0,0,.08)}
 h2{font-size:19px;margin:6px 0 8px}h3{font-size:15px;margin:14px 0 6px}h4{margin:4px 0;font-size:13px}
 p.help{color:#4a5463;font-size:13px;margin:4px 0 10px}p.missing{color:#8a4b00;background:#fff6e5;padding:8px 12px;border-radius:6px}
-table{border-collapse:collapse;font-size:13px;margin:6px 0}th,td{padding:5px 10px;border-bottom:1px solid #e3e6ea;text-align:right}
+table{border-collapse:collapse;font-size:13px;margin:6px 0;display:block;max-width:100%;overflow-x:auto}th,td{padding:5px 10px;border-bottom:1px solid #e3e6ea;text-align:right}
 th{background:#eef1f4}td.name,th.name{text-align:left}td.kind{text-align:left;color:#4a5463}
 .summary span{display:inline-block;margin-right:18px;font-size:13px}
 .plot{min-height:420px;overflow-x:auto}.plot.taskmap{min-height:560px}p.definition{font-size:12px;max-width:660px}.side-by-side{display:grid;grid-template-columns:1fr 1fr;gap:12px}

@@ -2,7 +2,10 @@
 
 A view covers only the rows still decoding, restricted to the generation region.
 Derived quantities (probabilities, sampled tokens, confidence, entropy...) are
-computed on first use and cached, so a strategy pays only for what it reads.
+computed on first use and cached, so a strategy pays only for what it reads; the
+per-position ones only at the `focus` positions its strategy declares (for the
+built-in presets, the positions a step can commit), so a step costs O(N x V) for
+N committable positions rather than O(G x V) for the whole generation region.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class StepView:
     t: int = 0  # index of this step (the same for every row still decoding)
     state: dict[str, Any] = field(default_factory=dict)  # the strategy's per-row tensors
     aux: dict[str, Any] = field(default_factory=dict)  # what the strategy's forward returned besides logits
+    focus: torch.Tensor | None = None  # [b, G] where x0 / confidence / margin / entropy are computed (None = all)
 
     @property
     def batch_size(self) -> int:
@@ -80,9 +84,11 @@ class StepView:
     def _bans_mask(self) -> bool:
         return 0 <= self.mask_id < self.logits.shape[-1]
 
+    # ------------------------------------------------------------ whole-region tensors
     @cached_property
     def probs(self) -> torch.Tensor:
-        """softmax(logits) with the mask token's probability set to 0 (it is never proposed)."""
+        """softmax(logits) with the mask token's probability set to 0 (it is never proposed).
+        [b, G, V] over every position: costly; the per-position quantities below use `focus`."""
         p = torch.softmax(self.logits.float(), dim=-1)
         if self._bans_mask:
             p[..., self.mask_id] = 0.0
@@ -96,33 +102,122 @@ class StepView:
             lp[..., self.mask_id] = float("-inf")
         return lp
 
+    def token_prob(self, tokens: torch.Tensor) -> torch.Tensor:
+        """[b, G] model probability of `tokens` at each position."""
+        return self.probs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+
+    # ------------------------------------------------------------ focus positions
+    # x0, confidence, margin and entropy are computed only at `focus` positions (the
+    # strategy's `focus`: by default every position). The logits of those positions are
+    # gathered into one [N, V] block, so a step pays for what it can commit, not for the
+    # whole generation region.
+    @cached_property
+    def _where(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(row, position) index of every focus position, row-major."""
+        return self.focus.nonzero(as_tuple=True)
+
+    @cached_property
+    def _flat_logits(self) -> torch.Tensor:
+        r, p = self._where
+        return self.logits[r, p].float()
+
+    @cached_property
+    def _flat_probs(self) -> torch.Tensor:
+        p = torch.softmax(self._flat_logits, dim=-1)
+        if self._bans_mask:
+            p[:, self.mask_id] = 0.0
+        return p
+
+    @cached_property
+    def _flat_top1(self) -> tuple[torch.Tensor, torch.Tensor]:
+        values, indices = self._flat_probs.max(dim=-1)
+        return values, indices
+
+    @cached_property
+    def _flat_masked(self) -> torch.Tensor:
+        r, p = self._where
+        return self.masked[r, p]
+
+    @cached_property
+    def _flat_canvas(self) -> torch.Tensor:
+        r, p = self._where
+        return self.canvas[r, p]
+
+    def _spread(self, flat: torch.Tensor, fill: float | int = 0) -> torch.Tensor:
+        """[N] values at the focus positions -> [b, G], `fill` elsewhere."""
+        out = torch.full(self.canvas.shape, fill, dtype=flat.dtype, device=flat.device)
+        out[self._where] = flat
+        return out
+
+    @cached_property
+    def _flat_drawn(self) -> torch.Tensor:
+        """[N] token proposed at each focus position: argmax, or an inverse-CDF draw at T > 0."""
+        if self.temperature <= 0:
+            return self._flat_top1[1]
+        if self.temperature == 1.0:
+            p = self._flat_probs
+        else:
+            p = torch.softmax(self._flat_logits / self.temperature, dim=-1)
+            if self._bans_mask:
+                p[:, self.mask_id] = 0.0
+        u = self.uniform((self.gen_length,))[self._where]  # one uniform per position, row-keyed
+        return sampling.inverse_cdf(p, u, lambda: self._best_allowed(self._flat_logits))
+
+    @cached_property
+    def _flat_x0(self) -> torch.Tensor:
+        return torch.where(self._flat_masked, self._flat_drawn, self._flat_canvas)
+
+    def _flat_token_prob(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self._flat_probs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+
+    # ------------------------------------------------------------ per-position quantities
+    @cached_property
+    def x0(self) -> torch.Tensor:
+        """Proposed token at every masked focus position (argmax, or a draw from softmax(logits / T)
+        at temperature > 0); the current token elsewhere."""
+        if self.focus is None:
+            if self.temperature <= 0:
+                drawn = self._top1[1]
+            else:
+                u = self.uniform((self.gen_length,))
+                drawn = sampling.inverse_cdf(self._probs_at(self.temperature), u, lambda: self._best_allowed(self.logits))
+            return torch.where(self.masked, drawn, self.canvas)
+        out = self.canvas.clone()
+        out[self._where] = self._flat_x0
+        return out
+
+    def _best_allowed(self, logits: torch.Tensor) -> torch.Tensor:
+        """Arg-max of the logits with the mask token excluded."""
+        z = logits.float().clone()
+        if self._bans_mask:
+            z[..., self.mask_id] = float("-inf")
+        return z.argmax(dim=-1)
+
+    def _probs_at(self, temperature: float) -> torch.Tensor:
+        if temperature == 1.0:
+            return self.probs
+        p = torch.softmax(self.logits.float() / temperature, dim=-1)
+        if self._bans_mask:
+            p[..., self.mask_id] = 0.0
+        return p
+
     @cached_property
     def _top1(self) -> tuple[torch.Tensor, torch.Tensor]:
         values, indices = self.probs.max(dim=-1)
         return values, indices
 
     @cached_property
-    def x0(self) -> torch.Tensor:
-        """Proposed token at every masked position (argmax, or a draw at temperature > 0);
-        the current token elsewhere."""
-        if self.temperature <= 0:
-            drawn = self._top1[1]
-        else:
-            banned = self.mask_id if self._bans_mask else None
-            noise = self.gumbel(tuple(self.logits.shape[1:]))
-            drawn = sampling.sample_tokens(self.logits, self.temperature, noise, banned=banned)
-        return torch.where(self.masked, drawn, self.canvas)
-
-    def token_prob(self, tokens: torch.Tensor) -> torch.Tensor:
-        """[b, G] model probability of `tokens` at each position."""
-        return self.probs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-
-    @cached_property
     def confidence(self) -> torch.Tensor:
-        """[b, G] probability of x0 (of the current token at settled positions)."""
+        """[b, G] probability of x0 (of the current token at settled positions); 0 off focus."""
+        if self.focus is None:
+            if self.temperature <= 0:
+                return torch.where(self.masked, self._top1[0], self.token_prob(self.canvas))
+            return self.token_prob(self.x0)
         if self.temperature <= 0:
-            return torch.where(self.masked, self._top1[0], self.token_prob(self.canvas))
-        return self.token_prob(self.x0)
+            flat = torch.where(self._flat_masked, self._flat_top1[0], self._flat_token_prob(self._flat_canvas))
+        else:
+            flat = self._flat_token_prob(self._flat_x0)
+        return self._spread(flat, 0.0)
 
     @cached_property
     def decision_confidence(self) -> torch.Tensor:
@@ -136,12 +231,19 @@ class StepView:
 
     @cached_property
     def margin(self) -> torch.Tensor:
-        top2 = self.probs.topk(2, dim=-1).values
-        return top2[..., 0] - top2[..., 1]
+        """[b, G] top-1 minus top-2 probability; 0 off focus."""
+        if self.focus is None:
+            top2 = self.probs.topk(2, dim=-1).values
+            return top2[..., 0] - top2[..., 1]
+        top2 = self._flat_probs.topk(2, dim=-1).values
+        return self._spread(top2[:, 0] - top2[:, 1], 0.0)
 
     @cached_property
     def entropy(self) -> torch.Tensor:
-        return torch.special.entr(self.probs).sum(dim=-1)  # -sum p ln p, with 0 ln 0 = 0
+        """[b, G] entropy of the predictive distribution in nats; 0 off focus."""
+        if self.focus is None:
+            return torch.special.entr(self.probs).sum(dim=-1)  # -sum p ln p, with 0 ln 0 = 0
+        return self._spread(torch.special.entr(self._flat_probs).sum(dim=-1), 0.0)
 
     def uniform(self, shape: tuple[int, ...]) -> torch.Tensor:
         """[b, *shape] uniforms in (0, 1) from each row's own stream (a fresh draw per call)."""

@@ -47,10 +47,12 @@ def train(
     rank: bool = typer.Option(True, "--rank/--no-rank", help="Alphabetical-rank features of every token (for sorting by name)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated task ids to train on (default: all Waiting Line, puzzle and synthetic tasks)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar (the log is always written)."),
+    validate_every: int = typer.Option(0, "--validate-every", min=0, help="Decode a validation stream (disjoint from the test sets) every N steps and export the best weights; 0 exports the last step."),
+    validate_samples: int = typer.Option(16, "--validate-samples", min=1, help="Validation samples per training task (with --validate-every)."),
 ) -> None:
     """Train the bundled tiny diffusion LM on the task generators' training streams.
 
-    Example: parallelbench train --out runs/tiny --steps 9500
+    Example: parallelbench train --out runs/tiny --steps 9500 --validate-every 500
 
     Same seed and steps give the same weights on the same machine; --minutes stops early
     with a checkpoint and --resume continues it. The exported model (model.pt,
@@ -74,7 +76,8 @@ def train(
     cfg = TrainConfig(out=str(out), steps=steps, minutes=minutes, transition=transition, seed=seed,
                       batch_size=batch_size, lr=lr, d_model=d_model, n_layers=layers, n_heads=heads,
                       d_ff=4 * d_model, threads=threads, tasks=task_ids, stop_at=stop_at,
-                      grid=TrainConfig.grid if grid else 0, grid_bias=grid, grid_exclude=grid and grid_exclude, rank=rank)
+                      grid=TrainConfig.grid if grid else 0, grid_bias=grid, grid_exclude=grid and grid_exclude, rank=rank,
+                      validate_every=validate_every, validate_samples=validate_samples)
     try:
         folder = run_training(cfg, resume=resume, progress=progress)
     except CheckpointError as exc:  # an unreadable or foreign checkpoint.pt on --resume
@@ -82,6 +85,9 @@ def train(
     info = json.loads((folder / "config.json").read_text())
     console.print(f"[green]done:[/green] {info['train']['steps_done']} steps in {info['train']['seconds']:.0f} s; "
                   f"model in {folder} ({info['parameters']:,} parameters)")
+    chosen = info.get("selection", {})
+    if "valid_accuracy" in chosen:
+        console.print(f"exported the weights of step {chosen['step']}: best validation accuracy {chosen['valid_accuracy']:.1%}")
 
 
 def _load(path: Optional[Path], uniform: bool):
@@ -102,12 +108,15 @@ def accuracy(
     seed: int = typer.Option(0, "--seed"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     markdown_out: Optional[Path] = typer.Option(None, "--markdown", help="Also write the table as Markdown here."),
+    split: str = typer.Option("test", "--split", help="test (the benchmark's test sets) or validation (the stream checkpoints are selected on, disjoint from the tests; --limit samples per task, default 100)."),
 ) -> None:
     """Accuracy per task, greedy: 1 token/step most-confident-first (judged against the
     targets), and 1 and 2 tokens/step in random order (the parallel-decoding drop).
 
-    Example: parallelbench tiny accuracy --json --limit 20
+    Example: parallelbench tiny accuracy --json --limit 20 --split test
     """
+    if split not in ("test", "validation"):
+        raise typer.BadParameter(f"{split!r} is not a split; use test or validation", param_hint="--split")
     from parallelbench.models.tiny import evaluate as ev
 
     task_ids = [t.strip() for t in tasks.split(",")] if tasks else ev.TABLE_TASKS
@@ -120,7 +129,7 @@ def accuracy(
     from parallelbench.models.tokenizer import UnknownWordsError
 
     try:
-        rows = ev.accuracy_table(model, task_ids, limit=limit, seed=seed,
+        rows = ev.accuracy_table(model, task_ids, limit=limit, seed=seed, split=split,
                                  progress=None if as_json else (lambda r: console.print(f"  {r.task}: {r.acc_conf:.1%} | {r.acc_k1:.1%} / {r.acc_k2:.1%}")))
     except UnknownWordsError as exc:
         _fail(f"{exc} (--tasks picks tasks; this model folder was trained on fewer tasks)")

@@ -87,6 +87,38 @@ def train_split(task: "Task", chunk: int, seed: int, size: int, part_size: int =
     return out[:size]
 
 
+def validation_seed(task_id: str, part: int) -> int:
+    """A seed of the validation stream, in [2**31, 2**32) like the training stream's (so it
+    is disjoint from every test seed) but from its own hash namespace."""
+    h = hashlib.sha256(f"parallelbench-tiny-valid:{task_id}:{part}".encode()).digest()
+    return SEED_BASE + int.from_bytes(h[:4], "big") % SEED_BASE
+
+
+def validation_split(task: "Task", size: int, guard: "HeldOutGuard | None" = None, part_size: int = 32) -> list["Sample"]:
+    """`size` samples of `task` for checkpoint selection, disjoint from its test set.
+
+    Drawn at the test set's own lengths (n_min..n_max: the distribution the benchmark
+    measures) from validation seeds; any sample whose prompt equals a test prompt is
+    dropped (`guard`, default: this task's test set), so selecting on it never looks at a
+    test sample. Deterministic: the same task and size give the same samples.
+    """
+    guard = guard or HeldOutGuard([task])
+    p = task.params
+    out: list["Sample"] = []
+    part = 0
+    while len(out) < size:
+        if part > 1000:
+            raise ValueError(f"{task.id}: could not draw {size} validation samples outside its test set")
+        k = min(part_size, size - len(out))
+        lengths = p.n_max - p.n_min + 1
+        params = dataclasses.replace(
+            p, samples_per_length=math.ceil(k / lengths), num_samples=k, seed=validation_seed(task.id, part)
+        )
+        out += [s for s in dataclasses.replace(task, params=params).samples(k) if guard.keep(s)]
+        part += 1
+    return out[:size]
+
+
 class HeldOutGuard:
     """Remembers every test prompt of the training tasks and rejects training samples equal to one."""
 

@@ -59,17 +59,33 @@ class Row:
         return {**asdict(self), "drop": round(self.drop, 4), "meets_target": self.meets_target}
 
 
+#: Validation samples per task when `split="validation"` and no limit is given.
+VALIDATION_SIZE = 100
+
+
+def split_samples(task, split: str = "test", limit: int | None = None) -> list:
+    """The samples a table is measured on: the task's test set (first `limit`), or its
+    validation stream (`data.validation_split`, disjoint from the test set)."""
+    if split == "test":
+        return task.samples(limit)
+    if split == "validation":
+        from parallelbench.models.tiny.data import validation_split
+
+        return validation_split(task, limit or VALIDATION_SIZE)
+    raise ValueError(f"unknown split {split!r}; use 'test' or 'validation'")
+
+
 def task_accuracy(model, task, k: int, *, limit: int | None = None, seed: int = 0, temperature: float = 0.0,
-                  order: str = "random") -> tuple[float, int]:
-    """Mean score of `model` on the task's test set with top-k unmasking; `order` is
-    "random" (random top-k) or "confidence" (confidence top-k)."""
+                  order: str = "random", split: str = "test") -> tuple[float, int]:
+    """Mean score of `model` on the task's test set (or validation stream) with top-k
+    unmasking; `order` is "random" (random top-k) or "confidence" (confidence top-k)."""
     from parallelbench.decoding import build_strategy
     from parallelbench.scoring import score
 
     names = {"random": "random", "confidence": "confidence-topk"}
     if order not in names:
         raise ValueError(f"unknown order {order!r}; use 'random' or 'confidence'")
-    samples = task.samples(limit)
+    samples = split_samples(task, split, limit)
     strategy = build_strategy(names[order], k=k, temperature=temperature)
     gens = model.generate(samples, strategy, max_new_tokens=task.max_new_tokens, seed=seed)
     scores = [score(s, g.text).score for s, g in zip(samples, gens)]
@@ -77,15 +93,15 @@ def task_accuracy(model, task, k: int, *, limit: int | None = None, seed: int = 
 
 
 def accuracy_table(model, task_ids: Sequence[str] = TABLE_TASKS, *, limit: int | None = None, seed: int = 0,
-                   progress=None) -> list[Row]:
+                   progress=None, split: str = "test") -> list[Row]:
     from parallelbench.tasks import get_task
 
     rows = []
     for tid in task_ids:
         task = get_task(tid)
-        conf, n = task_accuracy(model, task, 1, limit=limit, seed=seed, order="confidence")
-        acc1, _ = task_accuracy(model, task, 1, limit=limit, seed=seed)
-        acc2, _ = task_accuracy(model, task, 2, limit=limit, seed=seed)
+        conf, n = task_accuracy(model, task, 1, limit=limit, seed=seed, order="confidence", split=split)
+        acc1, _ = task_accuracy(model, task, 1, limit=limit, seed=seed, split=split)
+        acc2, _ = task_accuracy(model, task, 2, limit=limit, seed=seed, split=split)
         rows.append(Row(tid, n, conf, acc1, acc2, TARGETS.get(tid), tid in ZERO_DEPENDENCY))
         if progress:
             progress(rows[-1])

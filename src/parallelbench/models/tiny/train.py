@@ -4,6 +4,13 @@ Reproducible by construction: the batch, the noise and the learning rate of step
 only on (seed, s), and a checkpoint holds the model, the optimiser and the step, so a run
 stopped and resumed ends with the same weights as an uninterrupted one (on the same
 machine and thread count). Checkpoints are written atomically (temp file + rename).
+
+Checkpoint selection never looks at test samples: with `validate_every` set, the model is
+decoded every that many steps (and at the last step) on a validation stream
+(`data.validation_split`: validation seeds, test prompts removed), and the weights with the
+best mean validation accuracy are the ones exported. Without it (the default, and the
+shipped run), the last step is exported: nothing is selected at all. `config.json` records
+which of the two happened (`selection`).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from parallelbench.models.tiny.data import (
     collate,
     extra_pieces,
     training_tasks,
+    validation_split,
     vocabulary_pairs,
 )
 from parallelbench.models.tiny.model import TinyConfig, TinyDenoiser, alphabetical_ranks
@@ -36,6 +44,7 @@ TOKENIZER = "tokenizer.json"
 CONFIG = "config.json"
 WEIGHTS = "model.pt"
 LOG = "train_log.jsonl"
+BEST = "best.pt"  # weights of the best validation accuracy so far (with validate_every)
 
 
 @dataclass
@@ -73,6 +82,8 @@ class TrainConfig:
     vocab_chunks: int = 4  # training chunks scanned for the vocabulary ...
     vocab_samples: int = 512  # ... of this many samples per task each
     stop_at: int | None = None  # stop early at this step (with a checkpoint), as if interrupted
+    validate_every: int = 0  # decode the validation stream every N steps and export the best (0: export the last step)
+    validate_samples: int = 16  # validation samples per training task
     extra: dict = field(default_factory=dict)
 
 
@@ -160,6 +171,28 @@ def grid_token_ids(tok: WordTokenizer) -> dict:
     }
 
 
+def validation_accuracy(model: TinyDenoiser, tok: WordTokenizer, validation: Sequence) -> float:
+    """Mean over tasks of the exact score on their validation samples: greedy, one token per
+    step, most confident position first (the accuracy table's judged column)."""
+    from parallelbench.decoding import build_strategy
+    from parallelbench.models.diffusion import DiffusionTextModel
+    from parallelbench.scoring import score
+
+    was_training = model.training
+    model.eval()
+    try:
+        bench = DiffusionTextModel(model, tok, name="tiny-validation", batch_size=64)
+        strategy = build_strategy("confidence-topk", k=1)
+        means = []
+        with torch.no_grad():
+            for task, samples in validation:
+                gens = bench.generate(samples, strategy, max_new_tokens=task.max_new_tokens, seed=0)
+                means.append(sum(score(x, g.text).score for x, g in zip(samples, gens)) / len(samples))
+    finally:
+        model.train(was_training)
+    return sum(means) / len(means)
+
+
 def _atomic_save(obj, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
     torch.save(obj, tmp)
@@ -216,12 +249,16 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
         lr=cfg.lr, betas=(0.9, 0.98),
     )
     step, elapsed = 0, 0.0
+    best = None  # {"step", "accuracy"} of the best validation so far
     if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         step, elapsed = state["step"], state["elapsed"]
+        best = state.get("best")
+    guard = HeldOutGuard(tasks)
+    validation = [(t, validation_split(t, cfg.validate_samples, guard)) for t in tasks] if cfg.validate_every else None
     stream = TrainingStream(
-        tok, tasks, cfg.seed, cfg.batch_size, cfg.chunk_per_task, guard=HeldOutGuard(tasks)
+        tok, tasks, cfg.seed, cfg.batch_size, cfg.chunk_per_task, guard=guard
     )
     loss_fn = _loss_fn(cfg.transition)
     # the uniform loss has no [MASK] tokens to scramble the grid codes
@@ -230,7 +267,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
     def checkpoint() -> None:
         _atomic_save(
             {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
-             "elapsed": elapsed, "train_config": asdict(cfg), "model_config": mcfg.to_dict()},
+             "elapsed": elapsed, "train_config": asdict(cfg), "model_config": mcfg.to_dict(), "best": best},
             ckpt_path,
         )
 
@@ -264,19 +301,38 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
                 log.write(json.dumps({"step": step, "loss": round(value, 5), "avg": round(running, 5),
                                       "lr": lr_at(cfg, step - 1), "elapsed": round(elapsed, 1)}) + "\n")
                 log.flush()
+            if validation is not None and (step % cfg.validate_every == 0 or step == cfg.steps):
+                accuracy = validation_accuracy(model, tok, validation)
+                log.write(json.dumps({"step": step, "valid_accuracy": round(accuracy, 5)}) + "\n")
+                log.flush()
+                if best is None or accuracy > best["accuracy"]:
+                    best = {"step": step, "accuracy": accuracy}
+                    _atomic_save({k: v.detach().clone() for k, v in model.state_dict().items()}, out / BEST)
             if step % cfg.checkpoint_every == 0:
                 checkpoint()
     finally:
         bar.close()
         log.close()
     checkpoint()
-    export(model, tok, out, cfg, step, elapsed)
+    if validation is not None and best is not None and (out / BEST).exists():
+        selection = {"rule": "best mean validation accuracy (confidence top-k, k = 1, greedy) on the validation "
+                             "stream, disjoint from the test sets", "step": best["step"],
+                     "valid_accuracy": round(best["accuracy"], 5), "samples_per_task": cfg.validate_samples}
+        last = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        model.load_state_dict(torch.load(out / BEST, map_location="cpu", weights_only=True))
+        export(model, tok, out, cfg, step, elapsed, selection)
+        model.load_state_dict(last)
+    else:
+        export(model, tok, out, cfg, step, elapsed, {"rule": "last step (no checkpoint selection)", "step": step})
     return out
 
 
-def export(model: TinyDenoiser, tok: WordTokenizer, out: Path, cfg: TrainConfig, step: int, elapsed: float) -> None:
+def export(
+    model: TinyDenoiser, tok: WordTokenizer, out: Path, cfg: TrainConfig, step: int, elapsed: float, selection: dict | None = None
+) -> None:
     """Write the shippable files: fp16 weights (a plain torch state dict, loaded with
-    weights_only=True), model config, tokenizer, training facts."""
+    weights_only=True), model config, tokenizer, training facts (which step was exported
+    and by what rule: `selection`)."""
     tensors = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
     _atomic_save(tensors, out / WEIGHTS)
     info = {
@@ -285,6 +341,7 @@ def export(model: TinyDenoiser, tok: WordTokenizer, out: Path, cfg: TrainConfig,
         "train": {**asdict(cfg), "steps_done": step, "seconds": round(elapsed, 1),
                   "torch": torch.__version__, "threads": cfg.threads},
         "parameters": model.num_parameters(),
+        "selection": selection or {"rule": "last step (no checkpoint selection)", "step": step},
     }
     _atomic_write(out / CONFIG, json.dumps(info, indent=1))
     if not (out / TOKENIZER).exists():
