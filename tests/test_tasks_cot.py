@@ -251,3 +251,16 @@ def test_the_tiny_model_never_trains_on_cot_prose():
 
     ids = {t.id for t in training_tasks()}
     assert "waiting_line/shuffle" in ids and not any(i.endswith("-cot") for i in ids)
+
+
+def test_tiny_model_on_a_cot_task_is_skipped_with_one_line_and_no_database(tmp_path):
+    from typer.testing import CliRunner
+
+    from parallelbench.cli import app
+
+    db = tmp_path / "x.db"
+    res = CliRunner().invoke(app, ["run", "--model", "tiny", "--tasks", "waiting_line/shuffle-cot", "--limit", "2",
+                                   "--db", str(db), "--no-report"])
+    assert res.exit_code != 0
+    assert "Traceback" not in res.output and "cannot tokenize" in res.output
+    assert "nothing ran" in res.output and not db.exists()

@@ -64,6 +64,20 @@ class DiffusionTextModel:
         out.update(self._versions)
         return out
 
+    def supports(self, sample: "Sample") -> bool:
+        """False when the tokenizer cannot encode the sample's prompt (the tiny model's closed
+        vocabulary): the runner then skips the task with `unsupported_reason` instead of failing."""
+        return self.unsupported_reason(sample) is None
+
+    def unsupported_reason(self, sample: "Sample") -> str | None:
+        from parallelbench.models.tokenizer import UnknownWordsError
+
+        try:
+            self.tokenizer.encode_chat(sample.messages)
+        except UnknownWordsError as exc:
+            return " ".join(str(exc).split())
+        return None
+
     def _template(self, sample: "Sample", gen_length: int) -> list[int] | None:
         encode_template = getattr(self.tokenizer, "encode_template", None)
         if sample.output_format and callable(encode_template):

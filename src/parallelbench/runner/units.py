@@ -123,12 +123,17 @@ def unsupported_tasks(
             cache[task.id] = task.samples(plan.limit)
         for sample in cache[task.id]:
             if not supports(sample):
-                out[task.id] = _reason(sample)
+                out[task.id] = _reason(sample, model)
                 break
     return out
 
 
-def _reason(sample: "Sample") -> str:
+def _reason(sample: "Sample", model: Any = None) -> str:
+    explain = getattr(model, "unsupported_reason", None)
+    if callable(explain):
+        reason = explain(sample)
+        if reason:
+            return str(reason)
     try:
         from parallelbench.models.ideal.bench import no_answer_set_reason
 
