@@ -55,8 +55,9 @@ def entropy_of(logits: torch.Tensor, probs: torch.Tensor, top: torch.Tensor) -> 
     ln p_i = (z_i - m) - ln S, so the entropy is sum_i p_i (m - z_i) + ln S * sum_i p_i: terms
     that are never negative (no cancellation), computed with vectorised max / multiply / sum
     instead of the element-wise `entr` (several times slower on the CPU); equal to float rounding."""
-    gap = (logits.amax(dim=-1, keepdim=True) - logits).clamp_(max=1e30)  # finite where a logit is -inf (p = 0 there)
-    return (probs * gap).sum(dim=-1) - top.log() * probs.sum(dim=-1)
+    weighted = torch.sub(logits.amax(dim=-1, keepdim=True), logits)  # one [N, V] temporary, reused in place
+    weighted.clamp_(max=1e30).mul_(probs)  # finite where a logit is -inf (p = 0 there, so the term is 0)
+    return weighted.sum(dim=-1) - top.log() * probs.sum(dim=-1)
 
 
 @dataclass
