@@ -293,6 +293,13 @@ class StepView:
         self.__dict__["_draws"] = draw + 1
         return sampling.uniform(self.rng_keys, self.t, draw, shape)
 
+    def uniform_at(self, rows: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """[N, K] entries of the next `uniform(shape)` draw, only at rows `rows` ([N], rows of
+        this view) and flat element indices `index` ([N, K]); uses up that draw."""
+        draw = self.__dict__.get("_draws", 0)
+        self.__dict__["_draws"] = draw + 1
+        return sampling.uniform_at(self.rng_keys[rows], self.t, draw, index)
+
     def gumbel(self, shape: tuple[int, ...]) -> torch.Tensor:
         """[b, *shape] standard Gumbel noise from each row's own stream."""
         return -torch.log(-torch.log(self.uniform(shape)))
