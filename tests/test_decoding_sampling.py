@@ -123,3 +123,11 @@ def test_a_position_draws_the_same_token_whatever_else_is_in_focus():
     probs = torch.softmax(torch.randn(3, 16, 10, generator=torch.Generator().manual_seed(1)), dim=-1)
     everywhere = sampling.inverse_cdf(probs, full)
     assert torch.equal(everywhere[r, p], sampling.inverse_cdf(probs[r, p], full[r, p]))
+
+
+def test_uniform_at_hashes_the_same_stream_at_chosen_elements():
+    keys = sampling.row_keys(torch.arange(5), seed=3)
+    full = sampling.uniform(keys, step=4, draw=2, shape=(6, 10)).view(5, -1)
+    rows = torch.tensor([0, 3, 3])
+    index = torch.tensor([[0, 1, 59], [10, 11, 12], [5, 6, 7]])
+    assert torch.equal(sampling.uniform_at(keys[rows], 4, 2, index), full[rows.unsqueeze(1), index])

@@ -64,6 +64,15 @@ def uniform(keys: torch.Tensor, step: int, draw: int, shape: tuple[int, ...]) ->
     return out.view(b, *shape)
 
 
+def uniform_at(keys: torch.Tensor, step: int, draw: int, index: torch.Tensor) -> torch.Tensor:
+    """[N, K] uniforms equal to uniform(...)[row, element] at the flat element indices `index`
+    ([N, K] int64) of the rows whose keys are `keys` ([N]): the same stream, hashed only
+    where it is needed."""
+    base = mix(mix(keys + _signed(step * 0x632BE59BD9B4E019)) + _signed(draw * 0x85EBCA77C2B2AE63))
+    h = mix(base.unsqueeze(1) + index.to(torch.long) * _GOLDEN)
+    return (_shr(h, 40).to(torch.float32) + 0.5) * (1.0 / (1 << 24))
+
+
 def gumbel(keys: torch.Tensor, step: int, draw: int, shape: tuple[int, ...]) -> torch.Tensor:
     return -torch.log(-torch.log(uniform(keys, step, draw, shape)))
 

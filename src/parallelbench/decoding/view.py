@@ -55,8 +55,9 @@ def entropy_of(logits: torch.Tensor, probs: torch.Tensor, top: torch.Tensor) -> 
     ln p_i = (z_i - m) - ln S, so the entropy is sum_i p_i (m - z_i) + ln S * sum_i p_i: terms
     that are never negative (no cancellation), computed with vectorised max / multiply / sum
     instead of the element-wise `entr` (several times slower on the CPU); equal to float rounding."""
-    gap = (logits.amax(dim=-1, keepdim=True) - logits).clamp_(max=1e30)  # finite where a logit is -inf (p = 0 there)
-    return (probs * gap).sum(dim=-1) - top.log() * probs.sum(dim=-1)
+    weighted = torch.sub(logits.amax(dim=-1, keepdim=True), logits)  # one [N, V] temporary, reused in place
+    weighted.clamp_(max=1e30).mul_(probs)  # finite where a logit is -inf (p = 0 there, so the term is 0)
+    return weighted.sum(dim=-1) - top.log() * probs.sum(dim=-1)
 
 
 @dataclass
@@ -302,6 +303,13 @@ class StepView:
         draw = self.__dict__.get("_draws", 0)
         self.__dict__["_draws"] = draw + 1
         return sampling.uniform(self.rng_keys, self.t, draw, shape)
+
+    def uniform_at(self, rows: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """[N, K] entries of the next `uniform(shape)` draw, only at rows `rows` ([N], rows of
+        this view) and flat element indices `index` ([N, K]); uses up that draw."""
+        draw = self.__dict__.get("_draws", 0)
+        self.__dict__["_draws"] = draw + 1
+        return sampling.uniform_at(self.rng_keys[rows], self.t, draw, index)
 
     def gumbel(self, shape: tuple[int, ...]) -> torch.Tensor:
         """[b, *shape] standard Gumbel noise from each row's own stream."""

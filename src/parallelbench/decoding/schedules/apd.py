@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
-from parallelbench.decoding.view import Decision, StepView
+from parallelbench.decoding.view import Decision, StepView, rows_of
 
 
 @dataclass
@@ -83,11 +83,16 @@ class AdaptiveParallelDecoding(Strategy):
         rank = torch.cumsum(cand.long(), dim=1) - 1
         window = cand & (rank < o.max_lookahead)  # the next masked positions, left to right
 
-        diff = view.log_probs
+        # only the drafted window is scored: [N, V] rows instead of the whole [b, G, V] region
+        r, pos = window.nonzero(as_tuple=True)
+        diff = torch.log_softmax(rows_of(view.logits, r, pos).float(), dim=-1)
+        if 0 <= view.mask_id < diff.shape[-1]:
+            diff[:, view.mask_id] = float("-inf")
         vocab = min(diff.shape[-1], int(verifier.vocab_size))
         noise = None
-        if view.temperature > 0:
-            noise = view.gumbel((view.gen_length, vocab))
+        if view.temperature > 0:  # the Gumbel noise of view.gumbel((G, vocab)) at the window's positions
+            index = pos.unsqueeze(1) * vocab + torch.arange(vocab, device=view.device).unsqueeze(0)
+            noise = -torch.log(-torch.log(view.uniform_at(r, index)))
 
         def draw(logits: torch.Tensor) -> torch.Tensor:
             z = logits[..., :vocab]
@@ -95,17 +100,19 @@ class AdaptiveParallelDecoding(Strategy):
                 z = z / view.temperature + noise
             return z.argmax(dim=-1)
 
-        draft = torch.where(window, draw(diff), view.canvas)
+        draft = view.canvas.clone()
+        draft[r, pos] = draw(diff)
         p_len = view.aux["prompt_length"]
         tokens = view.aux["canvas"].clone()
         tokens[:, p_len:] = torch.where(window, draft, tokens[:, p_len:])
         ver_logits = verifier.forward(tokens, attention_mask=view.aux["attention_mask"])
         view.state["extra_verifier_calls"] += 1
         # position p_len + j - 1 predicts generation position j
-        ver = torch.log_softmax(ver_logits[:, p_len - 1 : p_len - 1 + view.gen_length, :vocab].float(), dim=-1)
+        ver = torch.log_softmax(ver_logits[r, p_len - 1 + pos, :vocab].float(), dim=-1)
         floor = -1e4  # keeps 0 * (-inf) out of the mixture
-        mix = o.mixture_weight * diff[..., :vocab].clamp_min(floor) + (1.0 - o.mixture_weight) * ver.clamp_min(floor)
-        target = draw(mix)
+        mix = o.mixture_weight * diff[:, :vocab].clamp_min(floor) + (1.0 - o.mixture_weight) * ver.clamp_min(floor)
+        target = view.canvas.clone()
+        target[r, pos] = draw(mix)
 
         first = window & (rank == 0)
         agree = (draft == target) | first | ~window
