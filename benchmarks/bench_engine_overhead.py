@@ -37,8 +37,13 @@ class SmallTransformer(torch.nn.Module):
         self.head = torch.nn.Linear(dim, vocab)
         self.eval()
 
-    def forward(self, canvas, *, attention_mask=None, rows=None):
-        pos = torch.arange(canvas.shape[1], device=canvas.device)
+    supports_attention_bias = True  # WINO's shadow block (the MaskedDiffusionModel capability)
+
+    def forward(self, canvas, *, attention_mask=None, rows=None, position_ids=None, attention_bias=None):
+        pos = torch.arange(canvas.shape[1], device=canvas.device) if position_ids is None else position_ids
+        if attention_bias is not None:  # [B, L, L] additive, the same for every head
+            mask = attention_bias.to(torch.float32).repeat_interleave(self.body.layers[0].self_attn.num_heads, dim=0)
+            return self.head(self.body(self.embed(canvas) + self.pos(pos), mask=mask)) * 4.0
         pad = None if attention_mask is None else ~attention_mask
         return self.head(self.body(self.embed(canvas) + self.pos(pos), src_key_padding_mask=pad)) * 4.0
 
@@ -50,10 +55,11 @@ class Recorder:
         self.net, self.sizes, self.outputs = net, [], []
         self.mask_id, self.eos_id, self.vocab_size = net.mask_id, net.eos_id, net.vocab_size
         self.device = next(net.parameters()).device
+        self.supports_attention_bias = getattr(net, "supports_attention_bias", False)
 
-    def forward(self, canvas, *, attention_mask=None, rows=None):
+    def forward(self, canvas, *, attention_mask=None, rows=None, **bias):
         self.sizes.append(canvas.shape[0])
-        out = self.net.forward(canvas, attention_mask=attention_mask, rows=rows)
+        out = self.net.forward(canvas, attention_mask=attention_mask, rows=rows, **bias)
         self.outputs.append(out)
         return out
 
@@ -64,8 +70,9 @@ class Replay:
     def __init__(self, rec):
         self.outputs, self.i = rec.outputs, 0
         self.mask_id, self.eos_id, self.vocab_size, self.device = rec.mask_id, rec.eos_id, rec.vocab_size, rec.device
+        self.supports_attention_bias = rec.supports_attention_bias
 
-    def forward(self, canvas, *, attention_mask=None, rows=None):
+    def forward(self, canvas, *, attention_mask=None, rows=None, **bias):
         out = self.outputs[self.i]
         self.i += 1
         return out

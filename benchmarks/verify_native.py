@@ -24,9 +24,8 @@ Setup (once):
     python3.11 -m venv /tmp/pb-tf449
     /tmp/pb-tf449/bin/pip install torch==2.13.0 transformers==4.49.0 accelerate==0.34.2 \\
         einops safetensors numpy tokenizers
-    # DIR/llada/{configuration_llada,modeling_llada}.py and
-    # DIR/dream/{configuration_dream,modeling_dream,generation_utils}.py from NVlabs/Fast-dLLM
-    # (llada/model/, dream/model/); DIR/generate.py from ML-GSAI/LLaDA
+    # DIR: a copy of NVlabs/Fast-dLLM (llada/model/, llada/generate.py, dream/model/ are used)
+    # plus ML-GSAI/LLaDA's generate.py copied to DIR/generate.py; keep it outside the repository
 
 Run:
 
@@ -51,10 +50,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# --official DIR: NVlabs/Fast-dLLM's tree (at least these files) plus ML-GSAI/LLaDA's generate.py at its root
 OFFICIAL_FILES = {
-    "llada": ("llada/configuration_llada.py", "llada/modeling_llada.py"),
-    "dream": ("dream/configuration_dream.py", "dream/modeling_dream.py", "dream/generation_utils.py"),
-    "generate": ("generate.py",),
+    "llada": ("llada/model/configuration_llada.py", "llada/model/modeling_llada.py"),
+    "dream": ("dream/model/configuration_dream.py", "dream/model/modeling_dream.py",
+              "dream/model/generation_utils.py", "dream/model/tokenization_dream.py"),
+    "generate": ("generate.py", "llada/generate.py"),
 }
 RAISING_PY = 'raise ImportError("verify_native: this checkpoint\'s own code must not be imported")\n'
 
@@ -98,12 +99,24 @@ def byte_tokenizer(specials):
     return tok
 
 
-def write_tokenizer(folder, specials, roles, template):
+def write_tokenizer(folder, specials, roles, template, custom_class=None):
+    """tokenizer.json (+ tokenizer_config.json); with `custom_class` also the slow tokenizer's
+    vocab.json / merges.txt and an auto_map naming the checkpoint's own tokenizer class, as Dream
+    publishes it (its tokenization_dream.py is copied beside it)."""
     tok = byte_tokenizer(specials)
     tok.save(str(folder / "tokenizer.json"))
     ids = {s: tok.token_to_id(s) for s in specials}
     cfg = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 4096, "chat_template": template,
            "clean_up_tokenization_spaces": False}
+    if custom_class:
+        vocab = json.loads(tok.to_str())["model"]["vocab"]
+        (folder / "vocab.json").write_text(json.dumps(vocab))
+        (folder / "merges.txt").write_text("#version: 0.2\n")
+        cfg["tokenizer_class"] = custom_class[1]
+        cfg["auto_map"] = {"AutoTokenizer": [custom_class[0] + "." + custom_class[1], None]}
+        cfg["added_tokens_decoder"] = {str(ids[s]): {"content": s, "lstrip": False, "normalized": False,
+                                                     "rstrip": False, "single_word": False, "special": True}
+                                       for s in specials}
     cfg.update({k: v for k, v in roles.items()})
     (folder / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2))
     (folder / "special_tokens_map.json").write_text(json.dumps(roles, indent=2))
@@ -128,7 +141,12 @@ def randomise(model, out_name, mask_row, logit_scale):
             elif "wte" in name or "embed_tokens" in name:
                 p.copy_(torch.randn(p.shape, generator=gen))
             else:
-                p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(p.shape[1]))
+                gain = 1.0
+                if any(k in name for k in ("q_proj", "k_proj")):
+                    gain = spec.get("qk_gain", 1.0)  # peaked, position-dependent attention
+                elif any(k in name for k in ("attn_out", "o_proj")):
+                    gain = spec.get("attn_gain", 1.0)  # context, not the token itself, decides
+                p.copy_(gain * torch.randn(p.shape, generator=gen) / math.sqrt(p.shape[1]))
 
 
 def copy_code(folder, names):
@@ -158,8 +176,8 @@ DREAM_TEMPLATE = ("{% for message in messages %}{{ '<|im_start|>' + message['rol
 
 def build_llada(name, shape):
     sys.path.insert(0, str(official))  # the official modules import their siblings relatively
-    from llada.configuration_llada import LLaDAConfig
-    from llada.modeling_llada import LLaDAModelLM
+    from llada.model.configuration_llada import LLaDAConfig
+    from llada.model.modeling_llada import LLaDAModelLM
 
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -185,7 +203,7 @@ def build_llada(name, shape):
     out_name = "transformer.wte.weight" if shape["weight_tying"] else "transformer.ff_out.weight"
     randomise(model, out_name, None if shape["weight_tying"] else ids["<|mdm_mask|>"], shape["logit_scale"])
     model.to(torch.bfloat16).save_pretrained(folder, safe_serialization=True, max_shard_size=shape["shard"])
-    copy_code(folder, ["llada/configuration_llada.py", "llada/modeling_llada.py"])
+    copy_code(folder, ["llada/model/configuration_llada.py", "llada/model/modeling_llada.py"])
     cfg = finish_config(folder, {"AutoConfig": "configuration_llada.LLaDAConfig",
                                  "AutoModel": "modeling_llada.LLaDAModelLM",
                                  "AutoModelForCausalLM": "modeling_llada.LLaDAModelLM"}, {})
@@ -198,10 +216,11 @@ def build_dream(name, shape):
     folder.mkdir(parents=True, exist_ok=True)
     ids = write_tokenizer(folder, DREAM_SPECIALS,
                           {"bos_token": "<|beginoftext|>", "eos_token": "<|endoftext|>",
-                           "pad_token": "<|endoftext|>", "mask_token": "<|mask|>"}, DREAM_TEMPLATE)
+                           "pad_token": "<|endoftext|>", "mask_token": "<|mask|>"}, DREAM_TEMPLATE,
+                          custom_class=("tokenization_dream", "DreamTokenizer"))
     sys.path.insert(0, str(official))
-    from dream.configuration_dream import DreamConfig
-    from dream.modeling_dream import DreamModel
+    from dream.model.configuration_dream import DreamConfig
+    from dream.model.modeling_dream import DreamModel
 
     config = DreamConfig(
         vocab_size=shape["vocab_size"], hidden_size=shape["hidden_size"],
@@ -217,7 +236,8 @@ def build_dream(name, shape):
     model = DreamModel(config)
     randomise(model, "lm_head.weight", None, shape["logit_scale"])
     model.to(torch.bfloat16).save_pretrained(folder, safe_serialization=True, max_shard_size=shape["shard"])
-    copy_code(folder, ["dream/configuration_dream.py", "dream/modeling_dream.py", "dream/generation_utils.py"])
+    copy_code(folder, ["dream/model/configuration_dream.py", "dream/model/modeling_dream.py",
+                       "dream/model/generation_utils.py", "dream/model/tokenization_dream.py"])
     cfg = finish_config(folder, {"AutoConfig": "configuration_dream.DreamConfig",
                                  "AutoModel": "modeling_dream.DreamModel"}, {})
     (folder / "generation_config.json").write_text(json.dumps({
@@ -249,13 +269,25 @@ class MaskArgmaxCounter:
     then 'commit' a mask); the comparison is exact only while this stays 0."""
 
     def __init__(self, mask_id):
-        self.mask_id, self.count = mask_id, 0
+        self.mask_id, self.count, self.masked = mask_id, 0, []
 
     def __call__(self, module, args, output):
         x = args[0]
         logits = output.logits if hasattr(output, "logits") else output[0]
         hit = (logits.argmax(-1) == self.mask_id) & (x == self.mask_id)
         self.count += int(hit.sum())
+        self.masked.append((x[0] == self.mask_id).clone())  # one prompt per generate() call
+
+    def order(self, prompt_length):
+        """Step at which each generated position was committed: the call before the first one
+        that sees it unmasked (positions still masked at the last call: the last step)."""
+        steps = len(self.masked)
+        out = []
+        for j in range(prompt_length, self.masked[0].shape[0]):
+            seen = [t for t in range(steps) if not bool(self.masked[t][j])]
+            out.append(seen[0] - 1 if seen else steps - 1)
+        self.masked = []
+        return out
 
 
 results = {"checkpoints": {}}
@@ -268,6 +300,12 @@ with torch.no_grad():
         rows = canvases(shape["vocab_size"], mask_id, spec["lengths"], spec["seed"] + 7)
         entry = {"folder": str(folder), "family": fam["family"], "mask_id": mask_id, "ids": ids,
                  "lengths": spec["lengths"]}
+        # the checkpoint's tokenizer as its users load it (Dream: its own class, remote code)
+        from transformers import AutoTokenizer
+        official_tok = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=True)
+        entry["tokenizer_class"] = type(official_tok).__name__
+        entry["chat_ids"] = [official_tok.apply_chat_template(m, add_generation_prompt=True, tokenize=True)
+                             for m in spec["chats"]]
         for i, r in enumerate(rows):
             tensors[f"{name}/canvas/{i}"] = r
         for dtype_name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
@@ -275,20 +313,27 @@ with torch.no_grad():
             entry["official_class"] = type(model).__module__ + "." + type(model).__name__
             for i, r in enumerate(rows):
                 tensors[f"{name}/{dtype_name}/alone/{i}"] = model(r.unsqueeze(0)).logits[0].float()
-            if fam["family"] == "llada" and dtype_name == "float32":
-                # the official padded output, to document that its attention ignores padding
+            if fam["family"] == "dream" or dtype_name == "float32":
+                # the official code on a left-padded batch, as context: LLaDA's ignores the mask it
+                # is given (documents why its padded output is no reference); Dream's takes a 4-D
+                # boolean mask (pads masked as keys) and, RoPE being relative, needs no position ids
                 width = max(len(r) for r in rows)
                 pad = ids["<|endoftext|>"]
                 canvas = torch.full((len(rows), width), pad, dtype=torch.long)
-                att = torch.zeros((len(rows), width), dtype=torch.long)
+                att = torch.zeros((len(rows), width), dtype=torch.bool)
                 for i, r in enumerate(rows):
                     canvas[i, width - len(r):] = r
-                    att[i, width - len(r):] = 1
-                padded = model(canvas, attention_mask=att).logits.float()
+                    att[i, width - len(r):] = True
+                if fam["family"] == "dream":
+                    mask = att[:, None, None, :].expand(-1, 1, width, -1)
+                else:
+                    mask = att.long()
+                padded = model(canvas, attention_mask=mask).logits.float()
                 worst = 0.0
                 for i, r in enumerate(rows):
-                    worst = max(worst, float((padded[i, width - len(r):] - tensors[f"{name}/float32/alone/{i}"]).abs().max()))
-                entry["official_padded_vs_alone"] = worst
+                    alone = tensors[f"{name}/{dtype_name}/alone/{i}"]
+                    worst = max(worst, float((padded[i, width - len(r):] - alone).abs().max()))
+                entry[f"official_padded_vs_alone_{dtype_name}"] = worst
             if fam["family"] == "llada" and dtype_name == "float32" and fam.get("generate"):
                 sys.path.insert(0, str(official))
                 import generate as reference_generate
@@ -302,17 +347,44 @@ with torch.no_grad():
                     prompts.append((p + (p >= mask_id).long()).tolist())
                 runs = []
                 for steps, gen_length, block_length in spec["generate_settings"]:
-                    outs = []
+                    outs, orders = [], []
                     for p in prompts:
+                        counter.masked = []
                         x = reference_generate.generate(
                             model, torch.tensor([p]), steps=steps, gen_length=gen_length,
                             block_length=block_length, temperature=0.0, cfg_scale=0.0,
                             remasking="low_confidence", mask_id=mask_id)
                         outs.append(x[0, len(p):].tolist())
+                        orders.append(counter.order(len(p)))
                     runs.append({"steps": steps, "gen_length": gen_length, "block_length": block_length,
-                                 "tokens": outs})
+                                 "tokens": outs, "order": orders})
+                fast_runs = []
+                if spec.get("fastdllm_settings"):
+                    # Fast-dLLM's generate.py: the same loop with an optional threshold, and its
+                    # prefix- and dual-cache variants (it imports model.modeling_llada: its own tree)
+                    import importlib.util
+                    sys.path.insert(0, str(official / "llada"))
+                    loader = importlib.util.spec_from_file_location("fastdllm_generate", official / "llada/generate.py")
+                    fast = importlib.util.module_from_spec(loader)
+                    loader.loader.exec_module(fast)
+                    sys.path.pop(0)
+                    fns = {"none": fast.generate, "prefix": fast.generate_with_prefix_cache,
+                           "dual": fast.generate_with_dual_cache}
+                    for steps, gen_length, block_length, threshold in spec["fastdllm_settings"]:
+                        for mode, fn in fns.items():
+                            outs, nfes = [], []
+                            for p in prompts:
+                                x, nfe = fn(model, torch.tensor([p]), steps=steps, gen_length=gen_length,
+                                            block_length=block_length, temperature=0.0,
+                                            remasking="low_confidence", mask_id=mask_id, threshold=threshold)
+                                outs.append(x[0, len(p):].tolist())
+                                nfes.append(int(nfe))
+                            fast_runs.append({"mode": mode, "steps": steps, "gen_length": gen_length,
+                                              "block_length": block_length, "threshold": threshold,
+                                              "tokens": outs, "nfe": nfes})
                 handle.remove()
-                entry["generate"] = {"prompts": prompts, "runs": runs, "mask_argmax_hits": counter.count}
+                entry["generate"] = {"prompts": prompts, "runs": runs, "mask_argmax_hits": counter.count,
+                                     "fastdllm": fast_runs}
             del model
         results["checkpoints"][name] = entry
 
@@ -354,7 +426,16 @@ def make_spec(quick: bool, seed: int) -> dict[str, Any]:
         "lengths": [24, 17, 9] if quick else [40, 33, 21, 12, 5],
         "prompt_lengths": [5, 11] if quick else [3, 8, 13, 21],
         "generate_settings": settings,
+        "chats": [[{"role": "user", "content": "Copy the list: Susan Fox, Philip Gray."}],
+                  [{"role": "system", "content": "You are managing a waiting line."},
+                   {"role": "user", "content": "Who goes next? Anna Lee, 3 4"}]],
+        # Fast-dLLM's loops, each without cache, with its prefix and with its dual cache:
+        # (steps, gen_length, block_length, threshold or None for the steps schedule)
+        "fastdllm_settings": [[8, 16, 8, None], [16, 16, 8, 0.9]] if quick else
+        [[16, 32, 8, None], [8, 32, 16, None], [32, 32, 8, 0.9], [32, 32, 16, 0.7]],
         "checkpoints": checkpoints,
+        "qk_gain": 2.5,  # peaked, position-dependent attention and a strong context path:
+        "attn_gain": 2.0,  # the tiny models then decode varied tokens, not one repeated token
     }
 
 
@@ -439,9 +520,10 @@ def _align(ours: Any, ref: Any, family: str) -> tuple[Any, Any]:
     return ours, ref
 
 
-def _merge_like(net: Any, ref: Any) -> Any:
+def _merge_like(net: Any, ref: Any, dtype: Any = None) -> Any:
     """Apply the net's documented end-token merge (log-sum-exp of the stop ids into EOS) to a
-    reference, so the comparison covers every vocabulary column."""
+    reference, so the comparison covers every vocabulary column; the merged column is rounded to
+    `dtype` as the net rounds it (a bf16 net returns bf16 logits)."""
     merge = list(getattr(net, "merge_ids", []) or [])
     if not merge:
         return ref
@@ -449,7 +531,8 @@ def _merge_like(net: Any, ref: Any) -> Any:
 
     ids = torch.tensor([int(net.eos_id), *merge])
     out = ref.clone()
-    out[..., int(net.eos_id)] = torch.logsumexp(ref.index_select(-1, ids), dim=-1)
+    merged = torch.logsumexp(ref.index_select(-1, ids), dim=-1)
+    out[..., int(net.eos_id)] = merged.to(dtype).float() if dtype is not None else merged
     out[..., ids[1:]] = float("-inf")
     return out
 
@@ -465,7 +548,11 @@ def _diff(a: Any, b: Any) -> float:
 
 
 def compare_logits(name: str, entry: dict[str, Any], tensors: dict[str, Any], report: Report,
-                   fp32_limit: float, bf16_limit: float) -> None:
+                   fp32_limit: float) -> None:
+    """fp32 rows must agree to `fp32_limit`. A bf16 row may differ from the official bf16 run by at
+    most what bf16 rounding itself costs the official code (its bf16 vs its fp32 logits); a bf16
+    padded row also by as much as the official code's own padded rows differ from its rows alone
+    (Dream; LLaDA's official code ignores padding, so there is no such figure)."""
     import torch
 
     from parallelbench.models.registry import load_model
@@ -473,10 +560,15 @@ def compare_logits(name: str, entry: dict[str, Any], tensors: dict[str, Any], re
     folder, family = entry["folder"], entry["family"]
     n = len(entry["lengths"])
     rows = [tensors[f"{name}/canvas/{i}"] for i in range(n)]
+    bf16_limit = max(_diff(tensors[f"{name}/bfloat16/alone/{i}"], tensors[f"{name}/float32/alone/{i}"])
+                     for i in range(n))
+    # a bf16 padded row may also differ from itself alone as much as the official code's does
+    padded_bf16_limit = max(bf16_limit, entry.get("official_padded_vs_alone_bfloat16", 0.0))
     for dtype_name, limit in (("float32", fp32_limit), ("bfloat16", bf16_limit)):
         model = load_model(f"hf:{folder}", device="cpu", dtype=dtype_name)
         net = model.net
-        refs = [_merge_like(net, tensors[f"{name}/{dtype_name}/alone/{i}"]) for i in range(n)]
+        refs = [_merge_like(net, tensors[f"{name}/{dtype_name}/alone/{i}"], getattr(torch, dtype_name))
+                for i in range(n)]
         with torch.no_grad():
             alone = [net.forward(r.unsqueeze(0))[0].float() for r in rows]
             worst_alone = max(_diff(*_align(a, ref, family)) for a, ref in zip(alone, refs))
@@ -495,20 +587,45 @@ def compare_logits(name: str, entry: dict[str, Any], tensors: dict[str, Any], re
             worst_self = max(worst_self, _diff(real, alone[i]))
         tag = "fp32" if dtype_name == "float32" else "bf16"
         report.rows.append(Row(name, f"{tag} logits, each canvas alone vs official alone", worst_alone, limit))
-        report.rows.append(Row(name, f"{tag} logits, left-padded batch vs official alone", worst_padded, limit))
-        report.rows.append(Row(name, f"{tag} logits, left-padded batch vs ours alone", worst_self,
-                               1e-4 if dtype_name == "float32" else bf16_limit))
+        padded_limit = limit if dtype_name == "float32" else padded_bf16_limit
+        report.rows.append(Row(name, f"{tag} logits, left-padded batch vs official alone", worst_padded, padded_limit))
+        report.rows.append(Row(name, f"{tag} logits, left-padded batch vs ours alone", worst_self, padded_limit))
         if dtype_name == "bfloat16":
-            fp32_refs = [_merge_like(net, tensors[f"{name}/float32/alone/{i}"]) for i in range(n)]
+            fp32_refs = [_merge_like(net, tensors[f"{name}/float32/alone/{i}"], torch.bfloat16) for i in range(n)]
             ctx = max(_diff(*_align(a, ref, family)) for a, ref in zip(alone, fp32_refs))
             ref_ctx = max(_diff(tensors[f"{name}/bfloat16/alone/{i}"], tensors[f"{name}/float32/alone/{i}"])
                           for i in range(n))
             report.rows.append(Row(name, "bf16 ours vs fp32 official (context)", ctx))
-            report.rows.append(Row(name, "bf16 official vs fp32 official (context)", ref_ctx))
+            report.rows.append(Row(name, "bf16 official vs fp32 official (the bf16 limit)", ref_ctx))
+        if family == "dream" and dtype_name == "float32":
+            # control: without the one-position shift the same logits must disagree
+            unshifted = max(_diff(a, ref) for a, ref in zip(alone, refs))
+            report.rows.append(Row(name, "control: fp32 alone vs official NOT shifted (must be large)",
+                                   unshifted, note="" if unshifted > 1.0 else "SHIFT NOT DETECTED"))
+            if unshifted <= 1.0:
+                report.rows[-1].limit = -1.0
         del model, net
-    if "official_padded_vs_alone" in entry:
+    if family == "llada":
         report.rows.append(Row(name, "official padded vs official alone (its mask is ignored)",
-                               entry["official_padded_vs_alone"], note="not ours: documents the reference"))
+                               entry["official_padded_vs_alone_float32"], note="not ours: documents the reference"))
+    else:
+        for tag, key in (("fp32", "float32"), ("bf16", "bfloat16")):
+            report.rows.append(Row(name, f"official {tag} padded (4-D key mask) vs official alone (context)",
+                                   entry[f"official_padded_vs_alone_{key}"]))
+
+
+def compare_chat(name: str, entry: dict[str, Any], chats: list[Any], report: Report) -> None:
+    """Prompt ids from our tokenizer load against the checkpoint's tokenizer loaded as its users do."""
+    from parallelbench.models.registry import load_model
+
+    model = load_model(f"hf:{entry['folder']}", device="cpu", dtype="float32")
+    ours = [model.tokenizer.encode_chat(m) for m in chats]
+    same = sum(int(a == b) for a, b in zip(ours, entry["chat_ids"]))
+    row = Row(name, f"chat-template prompt ids = official tokenizer ({entry['tokenizer_class']})",
+              f"{same}/{len(chats)}", note="" if same == len(chats) else "MISMATCH")
+    if same != len(chats):
+        row.limit = 0.0
+    report.rows.append(row)
 
 
 def compare_generate(name: str, entry: dict[str, Any], report: Report) -> None:
@@ -518,14 +635,12 @@ def compare_generate(name: str, entry: dict[str, Any], report: Report) -> None:
     from parallelbench.models.registry import load_model
 
     gen = entry["generate"]
-    model = load_model(f"hf:{entry['folder']}", device="cpu", dtype="float32")
-    net = model.net
-    merged = list(getattr(net, "merge_ids", []) or [])
-    if merged:
-        # the official loop knows no end tokens: compare with the net's stop-token merge off
-        net.merge_ids = []
-        report.notes.append(f"{name}: decoding compared with the end-token merge off (merge ids {merged} -> EOS "
-                            "is a benchmark convention the official generate() does not have)")
+    # the official loop knows no end tokens: merge_stops=false keeps <|eot_id|> apart from EOS
+    net = load_model(f"hf:{entry['folder']}", device="cpu", dtype="float32", merge_stops=False).net
+    merged_net = load_model(f"hf:{entry['folder']}", device="cpu", dtype="float32").net
+    merged = list(getattr(merged_net, "merge_ids", []) or [])
+    report.notes.append(f"{name}: decodes use --model-opt merge_stops=false (by default ids {merged} are merged into "
+                        "EOS, a benchmark convention the official generate() does not have)")
     prompts = gen["prompts"]
     for run in gen["runs"]:
         strategy = build_strategy("confidence-topk", steps=run["steps"], block_length=run["block_length"],
@@ -535,24 +650,76 @@ def compare_generate(name: str, entry: dict[str, Any], report: Report) -> None:
         alone = [decode(net, [p], gen_length=run["gen_length"], strategy=strategy)[0] for p in prompts]
         for how, results in (("batched (left-padded)", batched), ("each prompt alone", alone)):
             same = sum(int(a == b) for r, ref in zip(results, run["tokens"]) for a, b in zip(r.tokens, ref))
+            when = sum(int(a == b) for r, ref in zip(results, run["order"]) for a, b in zip(r.order, ref))
             total = sum(len(ref) for ref in run["tokens"])
-            report.rows.append(Row(name, f"tokens = official generate(), {how}, {label}",
-                                   f"{same}/{total}", note="" if same == total else "MISMATCH"))
-            if same != total:
+            report.rows.append(Row(name, f"tokens / commit step = official, {how}, {label}",
+                                   f"{same}/{total} {when}/{total}",
+                                   note="" if same == when == total else "MISMATCH"))
+            if not same == when == total:
                 report.rows[-1].limit = 0.0  # a string value with a limit fails the row
     report.rows.append(Row(name, "official argmax == mask id at masked positions", gen["mask_argmax_hits"],
                            0.0, note="must be 0 for an exact token comparison"))
+    compare_fastdllm(name, entry, report)
     if merged:
-        net.merge_ids = merged
+        net = merged_net
+        same = total = 0
+        for run in gen["runs"]:
+            strategy = build_strategy("confidence-topk", steps=run["steps"], block_length=run["block_length"],
+                                      temperature=0.0)
+            results = decode(net, prompts, gen_length=run["gen_length"], strategy=strategy)
+            same += sum(int(a == b) for r, ref in zip(results, run["tokens"]) for a, b in zip(r.tokens, ref))
+            total += sum(len(ref) for ref in run["tokens"])
+        report.rows.append(Row(name, "tokens = official, all settings, end-token merge ON (info)", f"{same}/{total}",
+                               note="the merge moves <|eot_id|> mass onto EOS by design"))
+
+
+def compare_fastdllm(name: str, entry: dict[str, Any], report: Report) -> None:
+    """Engine decodes with cache=none/prefix/dual against Fast-dLLM's generate(),
+    generate_with_prefix_cache() and generate_with_dual_cache(): the steps schedule is
+    confidence-topk, the threshold rule confidence-threshold (Fast-dLLM keeps the top-1 and every
+    token with confidence >= threshold; ours > threshold: equal only on an exact tie)."""
+    from parallelbench.decoding import build_strategy, decode
+    from parallelbench.models.registry import load_model
+
+    gen = entry["generate"]
+    prompts = gen["prompts"]
+    nets: dict[str, Any] = {}
+    for run in gen.get("fastdllm", []):
+        mode = run["mode"]
+        if mode not in nets:
+            nets[mode] = load_model(f"hf:{entry['folder']}", device="cpu", dtype="float32", cache=mode,
+                                    merge_stops=False).net
+        net = nets[mode]
+        if run["threshold"] is None:
+            strategy = build_strategy("confidence-topk", steps=run["steps"], block_length=run["block_length"])
+            rule = f"steps={run['steps']}"
+        else:
+            strategy = build_strategy("confidence-threshold", threshold=run["threshold"],
+                                      block_length=run["block_length"])
+            rule = f"threshold={run['threshold']}"
+        label = f"Fast-dLLM cache={mode} {rule} gen={run['gen_length']} block={run['block_length']}"
+        for how, groups in (("batched", [prompts]), ("alone", [[p] for p in prompts])):
+            results = []
+            for group in groups:
+                with net.session(run["gen_length"], run["block_length"]):
+                    results.extend(decode(net, group, gen_length=run["gen_length"], strategy=strategy))
+            same = sum(int(a == b) for r, ref in zip(results, run["tokens"]) for a, b in zip(r.tokens, ref))
+            total = sum(len(ref) for ref in run["tokens"])
+            ours_nfe = sum(r.nfe for r in results)
+            row = Row(name, f"tokens = {label}, {how}", f"{same}/{total}",
+                      note=f"NFE official {sum(run['nfe'])}, ours {ours_nfe}" + ("" if same == total else "; MISMATCH"))
+            if same != total:
+                row.limit = 0.0
+            report.rows.append(row)
 
 
 def verify(python: str, official: Path, work: Path, quick: bool, seed: int = 0,
-           fp32_limit: float = 1e-4, bf16_limit: float = 0.5) -> Report:
+           fp32_limit: float = 1e-4) -> Report:
     import torch
 
     spec = make_spec(quick, seed)
     refs = run_driver(python, official, work, spec)
-    tensors = torch.load(work / "reference.pt")
+    tensors = torch.load(work / "reference.pt", weights_only=True)
     report = Report(versions=refs["versions"])
     report.notes.append(f"references from {python}: torch {refs['versions']['torch']}, transformers "
                         f"{refs['versions']['transformers']}")
@@ -561,7 +728,8 @@ def verify(python: str, official: Path, work: Path, quick: bool, seed: int = 0,
     for name, entry in refs["checkpoints"].items():
         poisoned = poison_code(Path(entry["folder"]))
         report.notes.append(f"{name}: {', '.join(poisoned)} replaced with files that raise on import")
-        compare_logits(name, entry, tensors, report, fp32_limit, bf16_limit)
+        compare_logits(name, entry, tensors, report, fp32_limit)
+        compare_chat(name, entry, spec["chats"], report)
         if "generate" in entry:
             compare_generate(name, entry, report)
     return report
@@ -576,7 +744,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=os.environ.get("PARALLELBENCH_OFFICIAL_VENV", "/tmp/pb-tf449/bin/python"),
                     help="python of a venv with transformers==4.49 (env PARALLELBENCH_OFFICIAL_VENV)")
     ap.add_argument("--official", default=os.environ.get("PARALLELBENCH_OFFICIAL_CODE"),
-                    help="folder with llada/, dream/ and generate.py (env PARALLELBENCH_OFFICIAL_CODE)")
+                    help="a copy of NVlabs/Fast-dLLM plus ML-GSAI/LLaDA's generate.py at its root (env PARALLELBENCH_OFFICIAL_CODE)")
     ap.add_argument("--work", default=None, help="where to build the checkpoints (default: a temporary folder)")
     ap.add_argument("--quick", action="store_true", help="two checkpoints, three canvases, three settings")
     ap.add_argument("--seed", type=int, default=0)

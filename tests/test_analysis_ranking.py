@@ -6,7 +6,7 @@ import pytest
 
 from parallelbench.analysis.curves import curves
 from parallelbench.analysis.leaderboard import curves_from_points, rank
-from parallelbench.analysis.ranking import headline_intervals, tied_with_leader, with_intervals
+from parallelbench.analysis.ranking import headline_intervals, shared_ranks, tied_with_leader, with_intervals
 from parallelbench.analysis.report import build_report
 from parallelbench.analysis.synthetic import result_row
 
@@ -60,11 +60,17 @@ def test_tied_with_leader_rules():
     assert tied_with_leader(values, np.full(3, np.nan), np.full(3, np.nan)) == [False] * 3
 
 
+def test_rows_the_samples_cannot_order_share_a_rank_below_the_leader():
+    lows, highs = np.array([10.0, 2.0, 1.5, 0.0, 0.0]), np.array([12.0, 4.0, 2.5, 1.0, 0.5])
+    assert shared_ranks(lows, highs) == [1, 2, 2, 4, 4]
+    assert shared_ranks(np.array([1.0, np.nan]), np.array([2.0, np.nan])) == [1, 2]
+
+
 def test_report_leaderboard_csv_has_intervals_and_ties(tmp_path):
     frame = _frame({"confidence-topk": {1: 1.0, 2: 0.95, 4: 0.9}, "random": {1: 1.0, 2: 0.9, 4: 0.75}}, 16)
     build_report(frame, tmp_path, static_figures=False)
     board = pd.read_csv(tmp_path / "leaderboard.csv")
-    assert {"ci_low", "ci_high", "tied", "90_ci_low", "AUP_ci_low", "AUP_tied"} <= set(board.columns)
+    assert {"rank", "ci_low", "ci_high", "tied", "90_ci_low", "AUP_ci_low", "AUP_tied"} <= set(board.columns)
     assert board["tied"].dtype == bool
     page = (tmp_path / "report.html").read_text()
     assert 'data-tied="true"' in page and "Tied for first" in page and 'id="precision"' in page

@@ -172,3 +172,37 @@ def test_edit_threshold_rewrites_a_committed_token_when_the_model_changes_its_mi
 def test_edit_threshold_of_one_never_edits():
     r = run(edit_scenario(), "edit-threshold", 3, threshold=0.4, edit_threshold=1.0)
     assert r.tokens == [4, 4, 8] and r.extra["edits"] == 0
+
+
+def test_strategies_command_lists_the_new_presets_with_their_defaults():
+    from typer.testing import CliRunner
+
+    from parallelbench.cli import app
+
+    res = CliRunner().invoke(app, ["strategies", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {r["name"]: r for r in json.loads(res.output)}
+    assert set(NEW) <= set(rows)
+    assert rows["prophet"]["options"]["gap_early"] == 7.5 and rows["credit"]["options"]["decay"] == 0.65
+    assert rows["pc-sampler"]["kind"] == "topk" and rows["pc-sampler"]["options"]["lam"] == 0.25
+    bad = CliRunner().invoke(app, ["strategies", "nope"])
+    assert bad.exit_code == 2 and "unknown strategy 'nope'" in bad.output
+
+
+def test_a_run_refuses_an_unreadable_frequency_file_before_decoding(tmp_path):
+    from typer.testing import CliRunner
+
+    from parallelbench.cli import app
+
+    db = tmp_path / "x.db"
+    res = CliRunner().invoke(app, ["run", "--model", "ideal", "--tasks", "waiting_line/copy", "--limit", "1",
+                                   "--strategy", "pc-sampler", "--param", f"frequencies={tmp_path / 'no.json'}",
+                                   "--db", str(db), "--no-report"])
+    assert res.exit_code != 0 and "option frequencies=" in res.output and "Traceback" not in res.output
+    assert not db.exists()
+
+
+def test_prophet_early_commit_fills_later_blocks_with_their_top_tokens():
+    model = ideal([[4, 4, 4, 4], [5, 5, 5, 5]], [0.5, 0.5])
+    r = run(model, "prophet", 4, block_length=2)  # the early commit reaches past the active block
+    assert r.tokens_per_step == [1, 3] and r.tokens in ([4, 4, 4, 4], [5, 5, 5, 5])

@@ -34,6 +34,15 @@ def _invoke(*args: str):
     return runner.invoke(app, ["finetune", *args])
 
 
+def _ok(result) -> None:
+    """Exit 0, else the output and the exception's traceback (CliRunner keeps it in exc_info)."""
+    if result.exit_code != 0:
+        import traceback
+
+        trace = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else ""
+        raise AssertionError(f"exit {result.exit_code}\n{result.output}\n{trace}")
+
+
 def _one_line_error(result) -> str:
     text = result.output.strip()
     assert result.exit_code == 2, text
@@ -79,7 +88,7 @@ def tiny_run(tmp_path_factory):
     out, data = root / "sort", root / "data"
     result = _invoke("--model", "tiny", "--tasks", "waiting_line/sort", "--out", str(out), "--max-steps", "2",
                      "--val-decode", "2", "--dump-data", str(data), *QUICK)
-    assert result.exit_code == 0, result.output
+    _ok(result)
     return out, data, result
 
 
@@ -103,6 +112,15 @@ def test_tiny_finetune_loads_as_tiny_dir_and_decodes(tiny_run) -> None:
     assert changed  # the weights moved
 
 
+def test_tiny_dir_runs_through_parallelbench_run(tiny_run, tmp_path: Path, monkeypatch) -> None:
+    out, _, _ = tiny_run
+    monkeypatch.chdir(tmp_path)  # `run` keeps its results under the current folder
+    result = runner.invoke(app, ["run", "--model", f"tiny:{out}", "--tasks", "waiting_line/sort", "--limit", "2",
+                                 "--strategy", "confidence-topk", "--k", "1"])
+    _ok(result)
+    assert "2 rows added" in " ".join(result.output.split())
+
+
 def test_output_says_the_split_was_checked_and_dumps_jsonl(tiny_run) -> None:
     _, data, result = tiny_run
     said = " ".join(result.output.split())
@@ -122,6 +140,18 @@ def test_a_run_folder_is_not_overwritten(tiny_run) -> None:
     assert "--resume" in msg and (out / "model.pt").read_bytes() == before
 
 
+def test_a_model_folder_is_never_written_over(tmp_path: Path) -> None:
+    from parallelbench.models.tiny import shipped_files
+
+    folder = tmp_path / "base"
+    folder.mkdir()
+    for f, name in zip(shipped_files("masked-"), ("config.json", "model.pt", "tokenizer.json")):
+        shutil.copyfile(f, folder / name)
+    before = (folder / "model.pt").read_bytes()
+    msg = _one_line_error(_invoke("--model", f"tiny:{folder}", "--tasks", "waiting_line/copy", "--out", str(folder), *QUICK))
+    assert "already holds a model" in msg and (folder / "model.pt").read_bytes() == before
+
+
 def test_tiny_dir_of_the_other_variant_is_refused(tiny_run) -> None:
     out, _, _ = tiny_run
     with pytest.raises(ValueError, match="load it as tiny:"):
@@ -139,7 +169,7 @@ def test_resume_ends_with_the_weights_of_an_uninterrupted_run(tmp_path: Path) ->
     assert part["complete"] is False and part["steps"] == 2 and not (tmp_path / "part" / "model.pt").exists()
     result = _invoke("--model", "tiny", "--tasks", "waiting_line/copy", "--out", str(tmp_path / "part"), "--resume",
                      "--threads", "1", "--no-progress")
-    assert result.exit_code == 0, result.output
+    _ok(result)
     whole = torch.load(tmp_path / "whole" / "model.pt", weights_only=True)
     resumed = torch.load(tmp_path / "part" / "model.pt", weights_only=True)
     assert whole.keys() == resumed.keys()
@@ -215,7 +245,7 @@ def lora_run(tmp_path_factory):
     result = _invoke("--model", f"hf:{base}", *OPT_ARGS, "--tasks", "waiting_line/copy", "--out", str(out),
                      "--max-steps", "3", "--val-decode", "2", "--rank", "4", "--alpha", "8", "--lr", "1e-2",
                      "--grad-accum", "2", *QUICK)
-    assert result.exit_code == 0, result.output
+    _ok(result)
     return base, other, out, result
 
 
@@ -227,6 +257,7 @@ def test_lora_adapter_is_saved_with_the_paper_targets(lora_run) -> None:
     assert (out / "adapter_model.safetensors").exists()
     record = json.loads((out / "finetune.json").read_text())
     assert record["kind"] == "hf" and record["steps"] == 3 and record["config"]["grad_accum"] == 2
+    assert record["lora_mode"] == "modules"  # the stand-in calls its projection modules
 
 
 def test_lora_defaults_are_the_papers() -> None:
@@ -275,3 +306,155 @@ def test_finetune_refuses_a_model_without_qkv_projections(tmp_path: Path) -> Non
     msg = _one_line_error(_invoke("--model", f"hf:{ckpt}", *OPT_ARGS, "--tasks", "waiting_line/copy",
                                   "--out", str(tmp_path / "o"), *QUICK))
     assert "q_proj/k_proj/v_proj" in msg and not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_lora_on_gpu_trains_in_bf16_and_loads(tmp_path: Path) -> None:
+    """On a GPU the base loads in bf16, the adapter trains in fp32 under bf16 autocast."""
+    pytest.importorskip("peft")
+    from parallelbench.models.finetune.lora import LoraBackend
+
+    base = _standin(tmp_path / "base", 0)
+    opts = {"family": "llada", "trust_remote_code": "true", "device": "cuda"}
+    backend = LoraBackend(f"hf:{base}", opts, rank=8, alpha=16, dropout=0.05)
+    assert backend.autocast and next(backend.net.model.get_base_model().parameters()).dtype == torch.bfloat16
+    assert all(p.dtype == torch.float32 for p in backend.parameters())
+    out = tmp_path / "adapter"
+    result = _invoke("--model", f"hf:{base}", *[a for k, v in opts.items() for a in ("--model-opt", f"{k}={v}")],
+                     "--tasks", "waiting_line/copy", "--out", str(out), "--max-steps", "4", "--val-decode", "4",
+                     "--lr", "1e-2", "--rank", "8", "--alpha", "16", "--grad-accum", "2", *QUICK)
+    _ok(result)
+    record = json.loads((out / "finetune.json").read_text())
+    assert all(h.get("loss") is None or h["loss"] == h["loss"] for h in record["history"])  # finite, not NaN
+    tuned = load_model(f"hf:{base}", **opts, adapter=str(out))
+    plain = load_model(f"hf:{base}", **opts)
+    ids = torch.tensor([plain.tokenizer.encode_chat(get_task("waiting_line/copy").samples(1)[0].messages) + [1] * 8],
+                       device="cuda")
+    assert not torch.allclose(plain.net(ids).float(), tuned.net(ids).float())
+    gens = tuned.generate(get_task("waiting_line/copy").samples(4), "confidence-topk", max_new_tokens=32)
+    assert all(g.nfe > 0 for g in gens)
+
+
+@pytest.mark.parametrize("family", ["llada", "dream"])
+def test_lora_on_the_native_implementation(tmp_path: Path, family: str) -> None:
+    """Real LLaDA / Dream checkpoints load natively (layers q/k/v per block): LoRA targets those,
+    trains through the native forward with gradients, and the adapter loads on that base only."""
+    pytest.importorskip("peft")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import native_ckpt as nc
+
+    base = nc.write_checkpoint(tmp_path / "base", family, n_layers=1) if family == "llada" else \
+        nc.write_checkpoint(tmp_path / "base", family, num_hidden_layers=1)
+    other = nc.write_checkpoint(tmp_path / "other", family, seed=5)
+    out = tmp_path / "adapter"
+    result = _invoke("--model", f"hf:{base}", "--model-opt", "device=cpu", "--tasks", "waiting_line/copy",
+                     "--out", str(out), "--max-steps", "2", "--val-decode", "1", "--rank", "4", "--alpha", "8",
+                     "--lr", "1e-2", *QUICK)
+    _ok(result)
+    assert sorted(json.loads((out / "adapter_config.json").read_text())["target_modules"]) == ["k", "q", "v"]
+    assert not nc.code_ran(base)
+    plain = load_model(f"hf:{base}", device="cpu")
+    tuned = load_model(f"hf:{base}", device="cpu", adapter=str(out))
+    ids = torch.tensor([plain.tokenizer.encode_chat(get_task("waiting_line/copy").samples(1)[0].messages) + [plain.net.mask_id] * 4])
+    assert not torch.allclose(plain.net(ids).float(), tuned.net(ids).float())
+    assert tuned.versions()["adapter.base"] == f"hf:{base}"
+    from parallelbench.models import ModelSpecError
+
+    with pytest.raises(ModelSpecError, match="was fine-tuned from"):
+        load_model(f"hf:{other}", device="cpu", adapter=str(out))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_lora_on_gpu_through_the_native_implementation(tmp_path: Path) -> None:
+    pytest.importorskip("peft")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import native_ckpt as nc
+
+    base = nc.write_checkpoint(tmp_path / "base", "llada")
+    out = tmp_path / "adapter"
+    result = _invoke("--model", f"hf:{base}", "--model-opt", "device=cuda", "--tasks", "waiting_line/copy",
+                     "--out", str(out), "--max-steps", "4", "--val-decode", "4", "--rank", "8", "--alpha", "16",
+                     "--lr", "1e-2", "--grad-accum", "4", *QUICK)
+    _ok(result)
+    record = json.loads((out / "finetune.json").read_text())
+    assert record["steps"] == 4 and record["history"][-1]["loss"] == record["history"][-1]["loss"]
+    tuned = load_model(f"hf:{base}", device="cuda", adapter=str(out))
+    assert tuned.versions()["dtype"] == "bfloat16"
+    gens = tuned.generate(get_task("waiting_line/copy").samples(4), "confidence-topk", max_new_tokens=32)
+    assert all(g.nfe > 0 for g in gens)
+
+
+def test_native_lora_runs_through_peft_and_matches_the_merged_adapter(tmp_path: Path) -> None:
+    """The native blocks call their q/k/v modules once peft wraps them, so peft's own LoRA runs
+    (gradients reach the adapter); the saved adapter, merged at load, gives the trained logits."""
+    pytest.importorskip("peft")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import native_ckpt as nc
+
+    from parallelbench.models.finetune.lora import LoraBackend
+
+    base = nc.write_checkpoint(tmp_path / "base", "llada", n_layers=1)
+    backend = LoraBackend(f"hf:{base}", {"device": "cpu"}, rank=4, alpha=8, dropout=0.0)
+    assert backend.mode == "modules"
+    ids = torch.tensor([backend.tok.encode_chat([{"role": "user", "content": "Copy the list : Susan Fox"}])
+                        + [backend.net.mask_id] * 4])
+    plain = backend.net(ids).clone()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, p in backend.peft.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0.0, 0.5)
+    backend.train_mode(False)
+    trained = backend.net(ids)
+    assert not torch.allclose(plain, trained)
+    backend.export(tmp_path / "adapter", {"base": f"hf:{base}", "base_fingerprint": backend.fingerprint,
+                                          "tasks": ["waiting_line/copy"]})
+    loaded = load_model(f"hf:{base}", device="cpu", adapter=str(tmp_path / "adapter"))
+    assert torch.allclose(loaded.net(ids), trained, atol=1e-4, rtol=1e-4)
+
+
+def test_masked_diffusion_loss_never_masks_the_prompt_and_weights_by_one_over_t() -> None:
+    from parallelbench.models.finetune import lora
+    from parallelbench.models.tiny.data import Example, collate
+
+    class FakeNet:
+        mask_id, device = 1, torch.device("cpu")
+
+        def __init__(self):
+            self.table = torch.nn.Parameter(torch.randn(12, 12, generator=torch.Generator().manual_seed(0)))
+            self.seen: list[torch.Tensor] = []
+
+        def full_logits(self, canvas, attention):
+            self.seen.append(canvas.clone())
+            return self.table[canvas]
+
+        def finish_logits(self, raw):
+            return raw
+
+    net = FakeNet()
+    examples = [Example([5, 6, 7], [8, 9, 2, 2], [True] * 4, 0), Example([5, 6], [9, 8, 8, 2], [True] * 4, 0)]
+    batch = collate(examples, pad_id=0)
+    masked = 0
+    for seed in range(200):
+        gen = torch.Generator().manual_seed(seed)
+        loss = lora.masked_diffusion_loss(net, batch, gen)
+        canvas = net.seen[-1]
+        assert not (canvas[~batch["answer"]] == 1).any()  # prompt and padding untouched
+        masked += int((canvas == 1).sum())
+        # recompute: the same draws, cross-entropy on masked answer tokens weighted 1/t, per answer length
+        gen = torch.Generator().manual_seed(seed)
+        t = (1 - lora.T_EPS) * (1 - torch.rand(2, generator=gen)) + lora.T_EPS
+        noise = (torch.rand(batch["canvas"].shape, generator=gen) < t[:, None]) & batch["maskable"]
+        ce = torch.nn.functional.cross_entropy(net.table[canvas][noise], batch["canvas"][noise], reduction="none")
+        rows = noise.nonzero()[:, 0]
+        expected = torch.stack([(ce[rows == r] / t[r]).sum() / 4 for r in range(2)]).mean()
+        assert torch.allclose(loss, expected)
+    assert 0.3 < masked / (200 * 8) < 0.7  # E[t] = 1/2 of the 8 answer positions
+    loss.backward()
+    assert net.table.grad is not None

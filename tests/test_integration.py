@@ -187,7 +187,7 @@ def test_leaderboard_from_report_curves_matches_the_database(ideal_run):
     assert set(ranked_curves) == {"confidence-topk", "confidence-threshold"}
     assert ranked_curves.keys() == ranked_db.keys()
     for strategy, levels in ranked_db.items():
-        assert levels.keys() == {"80", "75", "70"}
+        assert levels.keys() == {"90", "80", "70", "60"}
         for level, value in levels.items():
             assert ranked_curves[strategy][level] == pytest.approx(value)
     # threshold 0.9 is perfect here and commits more than one token per step

@@ -339,3 +339,47 @@ def test_run_command_end_to_end_and_nothing_stored_for_a_broken_checkpoint(ckpts
     assert "Traceback" not in result.output
     assert not db2.exists() or len(ResultsStore(db2, create=False).frame()) == 0
     assert not nc.code_ran(ckpts["dream"]) and not nc.code_ran(bad)
+
+
+def test_the_compiled_path_computes_what_the_eager_path_does(ckpts):
+    """`compile=true` runs the free functions `qkv_part` / `mlp_part` (weights as arguments) through
+    torch.compile; uncompiled they must equal the submodule path used by default (and by LoRA)."""
+    from parallelbench.models.native.layers import mlp_part, qkv_part
+
+    module, _ = load_native(ckpts["dream"], dtype="float32")
+    ids = _ids(11)[None]
+    with torch.no_grad():
+        eager = module(ids)
+        module._qkv_fn, module._mlp_fn = qkv_part, mlp_part
+        functional = module(ids)
+    assert _diff(eager, functional) < 1e-5
+    module._qkv_fn = module._mlp_fn = None
+    module.layers[0].q = torch.nn.Linear(32, 32)  # stands for an adapter-wrapped projection
+    with pytest.raises(ValueError, match="layers.0.q is wrapped"):
+        module.compile_parts()
+
+
+@torch.no_grad()
+def test_wino_shadow_block_on_native_llada_is_leave_one_out_and_dream_takes_the_fallback(ckpts):
+    """One layer: WINO's shadow block gives exactly the leave-one-out probabilities. Dream reads
+    predictions one index earlier, which a shadow block cannot express, so it does not declare
+    the capability (its forward still accepts the keywords) and WINO decodes through the fallback."""
+    from parallelbench.decoding.schedules.wino import shadow_forward
+
+    net = load_model(f"hf:{ckpts['llada1']}", device="cpu").net
+    assert net.supports_attention_bias is True
+    canvas = torch.tensor([[0, 0, 7, 8, 9, 10, 4, 12, 4, 14], [6, 7, 8, 9, 10, 4, 12, 13, 5, 4]])
+    attention = torch.ones_like(canvas, dtype=torch.bool)
+    attention[0, :2] = False
+    verify = torch.tensor([[True, False, True, False, False], [False, True, True, True, False]])
+    _, aux = shadow_forward(net, canvas, attention, torch.arange(2), verify, 5)
+    for r, j in verify.nonzero().tolist():
+        alone = canvas[r : r + 1].clone()
+        alone[0, 5 + j] = net.mask_id
+        logits = net.forward(alone, attention_mask=attention[r : r + 1])[0, 5 + j]
+        expected = torch.softmax(logits, -1)[canvas[r, 5 + j]]
+        assert abs(float(aux["verify_prob"][r, j]) - float(expected)) < 1e-5
+    dream = load_model(f"hf:{ckpts['dream']}", device="cpu").net
+    assert dream.supports_attention_bias is False
+    results = decode(dream, _prompts(2), gen_length=8, strategy=build_strategy("wino", block_length=4))
+    assert all(dream.mask_id not in r.tokens for r in results)

@@ -2,7 +2,7 @@
 
 Opt-in: the official code needs transformers 4.x, so it runs in a scratch venv through
 benchmarks/verify_native.py. Set PARALLELBENCH_OFFICIAL_VENV (that venv's python) and
-PARALLELBENCH_OFFICIAL_CODE (a folder with llada/, dream/ and generate.py; see
+PARALLELBENCH_OFFICIAL_CODE (a copy of Fast-dLLM's tree plus LLaDA's generate.py; see
 `python benchmarks/verify_native.py --help`); CI has neither, so the comparison skips there.
 The harness's own helpers are tested always.
 """
@@ -78,7 +78,7 @@ def test_rows_fail_above_their_limit_and_on_token_mismatch():
 
 def test_official_dir_layout_is_checked(tmp_path):
     problem = vn.official_dir_problem(tmp_path)
-    assert "llada/modeling_llada.py" in problem and "generate.py" in problem
+    assert "llada/model/modeling_llada.py" in problem and "llada/generate.py" in problem
 
 
 def test_the_spec_covers_both_families_and_llada_generate():
@@ -89,6 +89,9 @@ def test_the_spec_covers_both_families_and_llada_generate():
         assert any(c.get("generate") for c in spec["checkpoints"].values())
         for steps, gen, block in spec["generate_settings"]:
             assert gen % block == 0 and steps % (gen // block) == 0  # what generate() asserts
+        for steps, gen, block, threshold in spec["fastdllm_settings"]:
+            assert gen % block == 0 and steps % (gen // block) == 0
+            assert threshold is None or 0 < threshold < 1
 
 
 def _official_env() -> tuple[str, str] | None:
@@ -109,3 +112,28 @@ def test_native_matches_the_official_code(tmp_path):
     assert Path(python).is_file(), f"PARALLELBENCH_OFFICIAL_VENV={python} does not exist"
     report = vn.verify(python, Path(code), tmp_path, quick=True)
     assert report.ok, "\n" + report.table()
+
+
+def test_merge_stops_false_keeps_the_checkpoints_own_end_token_logits(tmp_path):
+    """What makes the engine reproduce LLaDA's generate(): end-of-turn logits not merged into EOS."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import native_ckpt as nc
+    finally:
+        sys.path.pop(0)
+    from parallelbench.models import ModelSpecError, load_model
+
+    folder = nc.write_checkpoint(tmp_path / "llada", "llada")
+    vocab = nc.vocabulary("llada")
+    eos, eot = vocab["<|endoftext|>"], vocab["<|eot_id|>"]
+    canvas = torch.tensor([[vocab["Copy"], vocab["the"], vocab["<|mdm_mask|>"], vocab["<|mdm_mask|>"]]])
+    merged = load_model(f"hf:{folder}", device="cpu", dtype="float32").net
+    own = load_model(f"hf:{folder}", device="cpu", dtype="float32", merge_stops="false").net
+    assert eot in merged.merge_ids and own.merge_ids == []
+    a, b = merged.forward(canvas), own.forward(canvas)
+    assert torch.isinf(a[..., eot]).all() and torch.isfinite(b[..., eot]).all()
+    assert torch.allclose(a[..., eos], torch.logsumexp(b[..., [eos, eot]], dim=-1), atol=1e-5)
+    keep = [i for i in range(b.shape[-1]) if i not in (eos, eot)]
+    assert torch.equal(a[..., keep], b[..., keep])
+    with pytest.raises(ModelSpecError, match="merge_stops"):
+        load_model(f"hf:{folder}", device="cpu", merge_stops="maybe")

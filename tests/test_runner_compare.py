@@ -66,3 +66,10 @@ def test_cli_compare_prints_the_difference_and_fails_in_one_line(tmp_path):
     bad = runner.invoke(app, ["results", "--db", str(db), "--compare", "confidence-topk[k=1]", "nope"])
     assert bad.exit_code == 2 and "no config 'nope'" in bad.output and "Traceback" not in bad.output
     assert len([line for line in bad.output.splitlines() if line.strip()]) <= 3  # one (wrapped) line
+
+
+def test_hostile_names_are_cut_in_errors():
+    rows = [result_row("random", {"k": 2, "x": "y" * 5000}, task="t", sample_id="s", score=1.0)]
+    with pytest.raises(CompareError) as err:
+        compare(pd.DataFrame(rows), "z" * 5000, "random")
+    assert len(str(err.value)) < 600 and "\n" not in str(err.value)

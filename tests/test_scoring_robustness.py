@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -23,6 +24,8 @@ SAMPLES = {
     "summarization": {"source": "Ann: hi!\nBob: hello.", "reference": "Ann and Bob greet each other."},
     "paraphrase": {"source": "Any idea of what sweater this is?", "references": ["Can you identify this sweater?"]},
     "w2s": {"words": ["dog", "park", "ball", "throw"]},
+    "cot_answer": {"input": NAMES, "must_differ": True, "base_task": "waiting_line/shuffle",
+                   "base_scorer": "list_shuffle", "base_answer": json.dumps(NAMES[::-1])},
 }
 MB = 1_000_000
 

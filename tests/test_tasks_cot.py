@@ -225,3 +225,29 @@ def test_report_has_a_cot_section_only_with_cot_runs(tmp_path):
     plain = [r for r in _rows() if not r["task"].endswith("-cot")]
     page = build_report(pd.DataFrame(plain), tmp_path / "b", static_figures=False).read_text(encoding="utf-8")
     assert 'id="cot-section"' not in page and not (tmp_path / "b" / "cot.csv").exists()
+
+
+def test_ideal_model_refuses_cot_tasks_with_a_reason_naming_cot():
+    from parallelbench.models.ideal.bench import IdealBenchModel, no_answer_set_reason
+
+    s = get_task("waiting_line/shuffle-cot").samples(1)[0]
+    assert not IdealBenchModel().supports(s)
+    assert "chain-of-thought" in no_answer_set_reason(s) and "direct task" in no_answer_set_reason(s)
+
+
+def test_a_one_person_shuffle_cot_is_refused_like_the_direct_task(tmp_path):
+    with pytest.raises(ValueError, match="at least 2 items"):
+        with_params(get_task("waiting_line/shuffle-cot"), n_min=1)
+    result = invoke("tasks", "export", "--out", str(tmp_path / "x"), "--tasks", "waiting_line/shuffle-cot", "--n-min", "1")
+    assert result.exit_code == 2 and "--n-min 2" in result.output and not (tmp_path / "x").exists()
+    # longer lines are fine and stay paired with the direct task
+    cot = with_params(get_task("waiting_line/sort-cot"), n_min=8, n_max=8)
+    s = cot.samples(1)[0]
+    assert len(s.data["input"]) == 8 and score(s, s.answer).score == 1.0
+
+
+def test_the_tiny_model_never_trains_on_cot_prose():
+    from parallelbench.models.tiny.data import training_tasks
+
+    ids = {t.id for t in training_tasks()}
+    assert "waiting_line/shuffle" in ids and not any(i.endswith("-cot") for i in ids)

@@ -116,6 +116,12 @@ def test_simulate_on_a_confidence_level_agrees_with_the_closed_form_and_says_whi
     assert "tie-breaking noise" not in text
     result = json.loads(on_level.stdout)
     assert result["measured"] == 1.0 == result["analytic"]
+    below = runner.invoke(app, ["theory", "simulate", "--task", "shuffle", "--n", "3", "--strategy", "confidence-threshold",
+                                "--threshold", repr(math.nextafter(0.5, 0)), "--samples", "50"])
+    assert below.exit_code == 0, below.output
+    text = " ".join((below.output + (below.stderr if below.stderr_bytes is not None else "")).split())
+    assert "threshold=0.49999999999999994" in text and "5.6e-17 below the confidence level 1/2" in text
+    assert "positions at that level commit" in text
     off_level = runner.invoke(app, ["theory", "simulate", "--task", "replace_random", "--n", "4", "--strategy",
                                     "confidence-threshold", "--threshold", "0.8", "--samples", "50"])
     assert off_level.exit_code == 0 and "confidence level" not in off_level.output

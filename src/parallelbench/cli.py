@@ -46,11 +46,13 @@ def _mount() -> None:
     from parallelbench.models.finetune.cli import finetune
     from parallelbench.models.cli import app as models_app
     from parallelbench.integrations.cli import lm_eval_command
+    from parallelbench.decoding.cli import strategies
 
     app.add_typer(tasks_app, name="tasks")
     app.command("score")(score)
     app.add_typer(theory_app, name="theory")
     app.command("run")(run)
+    app.command("strategies")(strategies)
     app.add_typer(results_app, name="results")
     app.command("leaderboard")(leaderboard)
     app.command("report")(report)

@@ -94,13 +94,16 @@ def leaderboard(
     for i, row in ranked.iterrows():
         value = aup_of.get(row["strategy"])
         shown = "–" if value is None or value != value else f"{value:.1f}"
-        table.add_row("=1" if bool(row.get("tied", False)) else str(i + 1), escape(display_name(row["strategy"])),
+        shared = "rank" in ranked and (bool(row["tied"]) or list(ranked["rank"]).count(row["rank"]) > 1)
+        number = f"={row['rank']}" if shared else str(row["rank"] if "rank" in ranked else i + 1)
+        table.add_row(number, escape(display_name(row["strategy"])),
                       escape(display_name(row["kind"])), *(_headline(row, n) for n in names), shown)
     console = Console()
     console.print(table)
     if "tied" in ranked:
-        console.print("[dim]brackets: 95% interval (bootstrap over samples); ≈ and =1: the interval overlaps the "
-                      "leader's, so the order is not established by these samples[/dim]", soft_wrap=True)
+        console.print("[dim]brackets: 95% interval (bootstrap over samples); ≈: the interval overlaps the leader's (tied); "
+                      "=N: rows sharing a rank, their intervals on the first threshold overlap, so these samples do not "
+                      "order them[/dim]", soft_wrap=True)
     task_columns = [c for c in aups.columns if c.startswith("AUP ")]
     if task_columns:
         per = Table(title="AUP per task (accuracy under parallelism, d3LLM leaderboard definition; y_max over the rows shown)")

@@ -9,7 +9,8 @@ the headline; the interval is the central 95% of the replicates, widened to cont
 headline itself (a step-shaped headline such as top-k's can sit at an interval's edge).
 
 A strategy is *tied* on a headline when its interval overlaps the leader's (the highest
-headline); the leader is marked tied when anyone is tied with it.
+headline); the leader is marked tied when anyone is tied with it. Further down, `rank`
+gives rows that overlap the top row of the group above them that row's rank.
 """
 
 from __future__ import annotations
@@ -164,7 +165,24 @@ def with_intervals(table: pd.DataFrame, intervals: pd.DataFrame, heads: Sequence
     if heads:
         first = heads[0]
         out["ci_low"], out["ci_high"], out["tied"] = out[f"{first}_ci_low"], out[f"{first}_ci_high"], out[f"{first}_tied"]
+        out.insert(0, "rank", shared_ranks(out["ci_low"].to_numpy(float), out["ci_high"].to_numpy(float)))
     return out
+
+
+def shared_ranks(lows: np.ndarray, highs: np.ndarray) -> list[int]:
+    """Ranks for rows already sorted best first: a row whose interval overlaps that of the top
+    row of the group above it shares that row's rank (1, 1, 3, 3, 3 ...), so two strategies
+    the samples cannot order are not shown as first and second, wherever they stand."""
+    ranks: list[int] = []
+    top = 0
+    for i in range(len(lows)):
+        known = np.isfinite(lows[i]) and np.isfinite(lows[top]) and i > 0
+        if known and highs[i] >= lows[top] and lows[i] <= highs[top]:
+            ranks.append(ranks[top])
+        else:
+            top = i
+            ranks.append(i + 1)
+    return ranks
 
 
 def tied_with_leader(values: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> list[bool]:

@@ -163,7 +163,8 @@ def _leaderboard_section(averaged: pd.DataFrame, thresholds, aups: pd.DataFrame 
         "linearly to the crossing, top-k strategies keep the last point above. 0 means even the slowest setting is below "
         "the threshold. Higher is better. Under each value: its 95% interval (bootstrap over samples, the same draws for "
         "every strategy). ≈ marks strategies whose interval overlaps the leader's in that column: they are tied with it, "
-        "and the order among them is not established by these samples.</p>"
+        "and the order among them is not established by these samples. In the # column, rows whose PB interval of the "
+        "ranking column overlaps that of the row heading their group share its rank (=1, =3 ...).</p>"
     )
     if len(averaged) == 0:
         return intro + _missing("No results yet: run at least one strategy at one or more parameter settings (parallelbench run)."), pd.DataFrame()
@@ -179,7 +180,8 @@ def _leaderboard_section(averaged: pd.DataFrame, thresholds, aups: pd.DataFrame 
     for i, row in table.iterrows():
         cells = "".join(_ci_cell(row[n], row[f"{n}_ci_low"], row[f"{n}_ci_high"], bool(row[f"{n}_tied"]), 2) for n in names)
         cells += _ci_cell(row["AUP"], row["AUP_ci_low"], row["AUP_ci_high"], bool(row["AUP_tied"]), 1)
-        rank_text = "=1" if bool(row["tied"]) else str(i + 1)
+        shared = bool(row["tied"]) or list(table["rank"]).count(row["rank"]) > 1
+        rank_text = f"={row['rank']}" if shared else str(row["rank"])
         rows.append(
             f'<tr class="lb-row" data-strategy="{_shown(row["strategy"])}" data-tied="{str(bool(row["tied"])).lower()}"><td>{rank_text}</td>'
             f'<td class="name" title="{html.escape(display_name(row["strategy"], 400))}">{_shown(row["strategy"])}</td><td class="kind">{_shown(row["kind"])}</td>{cells}<td>{row["points"]}</td></tr>'

@@ -11,10 +11,12 @@ def block_of_positions(gen_length: int, block_length: int | None, device: torch.
     return torch.arange(gen_length, device=device) // size
 
 
-def active_block(masked: torch.Tensor, block_of: torch.Tensor) -> torch.Tensor:
-    """[b] index of the leftmost block that still holds a masked position (num_blocks if none)."""
-    big = int(block_of.max().item()) + 1 if block_of.numel() else 0
-    return torch.where(masked, block_of.unsqueeze(0), big).min(dim=1).values
+def active_block(masked: torch.Tensor, block_of: torch.Tensor, num_blocks: int | None = None) -> torch.Tensor:
+    """[b] index of the leftmost block that still holds a masked position (num_blocks if none).
+    Pass `num_blocks` when known: it saves a device-to-host read per call."""
+    if num_blocks is None:
+        num_blocks = int(block_of.max().item()) + 1 if block_of.numel() else 0
+    return torch.where(masked, block_of.unsqueeze(0), num_blocks).amin(dim=1)
 
 
 def in_active_block(active: torch.Tensor, block_of: torch.Tensor) -> torch.Tensor:

@@ -118,6 +118,11 @@ def decode(
     prev_block = torch.full((n_rows,), -1, dtype=torch.long, device=device)
     block_step = torch.zeros(n_rows, dtype=torch.long, device=device)
     state = strategy.init_state(n_rows, g_len, device)
+    focus_kind = getattr(strategy, "focus", "all")
+    if focus_kind not in ("all", "masked", "candidates"):
+        raise ValueError(
+            f"strategy {strategy.name!r} has focus={focus_kind!r}; set it to 'candidates', 'masked' or 'all'"
+        )
     context = {"verifier": verifier, "prompt_length": p_len, "model": model}
     strategy.begin(context)
 
@@ -164,7 +169,7 @@ def decode(
         logits, aux = strategy.forward(model, canvas, attention, rows, state, p_len)
         gen_logits = logits[:, p_len:, :]  # the view never proposes the mask token itself
         gen = canvas[:, p_len:]
-        block = blocks.active_block(masked, block_of)
+        block = blocks.active_block(masked, block_of, num_blocks)
         block_step = torch.where(block == prev_block, block_step + 1, torch.zeros_like(block_step))
         prev_block = block
         view = StepView(
@@ -188,6 +193,8 @@ def decode(
             state=state,
             aux={**context, **aux, "canvas": canvas, "attention_mask": attention},
         )
+        if focus_kind != "all":  # compute per-position quantities only where the strategy reads them
+            view.focus = view.candidates if focus_kind == "candidates" else masked
         decision = strategy.step(view)
 
         commit = decision.commit & masked

@@ -28,6 +28,7 @@ class TopKStrategy(Strategy):
 
     kind = "topk"
     Options = TopKOptions
+    focus = "candidates"
     scorer: ClassVar[str] = "confidence"
 
     def __init__(self, **params: Any) -> None:
@@ -101,6 +102,7 @@ class ConfidenceThreshold(Strategy):
 
     Options = ThresholdOptions
     reads_decision_confidence = True
+    focus = "candidates"
 
     def check_options(self) -> None:
         super().check_options()
@@ -123,6 +125,7 @@ class ConfidenceFactor(Strategy):
 
     Options = FactorOptions
     reads_decision_confidence = True
+    focus = "candidates"
 
     def check_options(self) -> None:
         super().check_options()
@@ -145,6 +148,7 @@ class EntropyBounded(Strategy):
     """EB-sampler: add tokens (best first) while their summed entropy minus the largest stays <= gamma."""
 
     Options = EBOptions
+    focus = "candidates"
     ORDERS = ("entropy", "confidence", "margin")
 
     def check_options(self) -> None:
@@ -176,6 +180,7 @@ class Klass(Strategy):
 
     Options = KlassOptions
     reads_decision_confidence = True
+    focus = "masked"  # predictions of masked positions outside the active block build up stability too
 
     def check_options(self) -> None:
         super().check_options()

@@ -2,12 +2,16 @@
 
 Randomness is counter-based: every uniform is a hash of (the row's key, the step,
 the draw within the step, the element index), with the row's key derived from
-`seed + row`. That makes a row's draws independent of which other rows share its
+`seed + row`. Tokens are drawn by inverse CDF: one uniform per position, not one per
+vocabulary entry (`inverse_cdf`); `gumbel` / `sample_tokens` remain for callers that mix
+two distributions with the same noise (APD). That makes a row's draws independent of which other rows share its
 batch and when rows are dropped, and it is fully vectorised (no per-row Python
 loop, so a batch of ten thousand ideal-model rows costs a few tensor ops).
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import torch
 
@@ -62,6 +66,26 @@ def uniform(keys: torch.Tensor, step: int, draw: int, shape: tuple[int, ...]) ->
 
 def gumbel(keys: torch.Tensor, step: int, draw: int, shape: tuple[int, ...]) -> torch.Tensor:
     return -torch.log(-torch.log(uniform(keys, step, draw, shape)))
+
+
+def inverse_cdf(probs: torch.Tensor, u: torch.Tensor, fallback: "Callable[[], torch.Tensor] | None" = None) -> torch.Tensor:
+    """One draw per row of `probs` ([..., V], not necessarily normalised; zero entries are
+    never drawn) from the uniforms `u` ([...]): the first token whose cumulative probability
+    exceeds u times the total. One uniform per position instead of V Gumbel variables.
+    A row with no probability left (all mass on a banned token, underflow) takes `fallback()`'s
+    token, by default its arg-max."""
+    cdf = probs.cumsum(dim=-1)
+    total = cdf[..., -1:]
+    # strictly below the total, so the token found always has probability > 0
+    target = torch.minimum(u.unsqueeze(-1).to(cdf.dtype) * total, torch.nextafter(total, torch.zeros_like(total)))
+    tokens = torch.searchsorted(cdf, target, right=True).squeeze(-1)
+    last = probs.shape[-1] - 1
+    if last >= 0:
+        tokens = tokens.clamp(max=last)
+    degenerate = total.squeeze(-1) <= 0  # nothing to draw from (all mass on a banned token)
+    if bool(degenerate.any()):
+        tokens = torch.where(degenerate, fallback() if fallback is not None else probs.argmax(dim=-1), tokens)
+    return tokens
 
 
 def sample_tokens(

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from parallelbench.models.protocols import MaskedDiffusionModel
 
 StrategyKind = Literal["topk", "adaptive"]
+Focus = Literal["all", "masked", "candidates"]
 
 
 @dataclass
@@ -105,6 +106,10 @@ class Strategy:
     #: True for rules that compare confidences with a threshold (they read `decision_confidence`):
     #: only then does `forward` ask the model for its noise-free confidence.
     reads_decision_confidence: ClassVar[bool] = False
+    # where the view computes x0 / confidence / margin / entropy: "candidates" (the active
+    # block's masked positions: all a step can commit), "masked" (every masked position), or
+    # "all" (every position, settled ones included). Off focus they read as 0 (x0: the canvas).
+    focus: ClassVar[Focus] = "all"
 
     def __init__(self, **params: Any) -> None:
         fields = {f.name: f for f in dataclasses.fields(self.Options)}
@@ -150,6 +155,11 @@ class Strategy:
     def begin(self, context: dict[str, Any]) -> None:
         """Called once per decode before any model call (context: model, verifier, prompt_length);
         raise here for anything missing so no work is wasted."""
+
+    def check_model(self, model: Any) -> None:
+        """Raise ValueError, one line naming the capability and the fix, if `model` (the
+        MaskedDiffusionModel) lacks something these options need. The runner calls it for
+        every configuration before any decoding; strategies with needs call it from `begin`."""
 
     def init_state(self, batch_size: int, gen_length: int, device: torch.device) -> dict[str, torch.Tensor]:
         """Per-row tensors (dim 0 = row) the engine keeps aligned when rows finish."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from parallelbench.analysis.uncertainty import PairedDifference, paired_difference
+from parallelbench.display import display_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,16 +41,17 @@ def resolve(name: str, frame: "pd.DataFrame") -> tuple[str, str]:
     if name in configs:
         candidates = sorted((c, m) for c, m in pairs if c == name)
         if len(candidates) > 1:
-            models = ", ".join(m for _, m in candidates)
-            raise CompareError(f"config {name!r} was run on several models ({models}); name one as {name}@MODEL, "
-                               f"e.g. {name}@{candidates[0][1]}")
+            models = ", ".join(display_name(m) for _, m in candidates[:12])
+            shown = display_name(name)
+            raise CompareError(f"config {shown!r} was run on several models ({models}); name one as {shown}@MODEL, "
+                               f"e.g. {shown}@{display_name(candidates[0][1])}")
         return candidates[0]
     for i, char in enumerate(name):  # CONFIG@MODEL: any '@' may be the separator
         if char == "@" and (name[:i], name[i + 1 :]) in pairs:
             return (name[:i], name[i + 1 :])
     known = sorted(configs)
-    shown = ", ".join(known[:12]) + (f", ... ({len(known)} in all)" if len(known) > 12 else "")
-    raise CompareError(f"--compare: no config {name!r} in the selected results; known configs: {shown} "
+    shown = ", ".join(display_name(k) for k in known[:12]) + (f", ... ({len(known)} in all)" if len(known) > 12 else "")
+    raise CompareError(f"--compare: no config {display_name(name)!r} in the selected results; known configs: {shown} "
                        "(name one as CONFIG or CONFIG@MODEL, as `parallelbench results` lists them)")
 
 
@@ -57,13 +59,14 @@ def compare(frame: "pd.DataFrame", first: str, second: str) -> Comparison:
     """The paired difference first − second on their common (task, sample id, seed) rows."""
     a, b = resolve(first, frame), resolve(second, frame)
     if a == b:
-        raise CompareError(f"--compare needs two different configs; both name {a[0]}@{a[1]}")
+        raise CompareError(f"--compare needs two different configs; both name {display_name(a[0])}@{display_name(a[1])}")
     keep = PAIR_KEYS + ["score"]
     rows_a = _rows(frame, a)[keep]
     rows_b = _rows(frame, b)[keep]
     both = rows_a.merge(rows_b, on=PAIR_KEYS, suffixes=("_a", "_b")).dropna(subset=["score_a", "score_b"])
     if both.empty:
-        raise CompareError(f"{a[0]}@{a[1]} and {b[0]}@{b[1]} share no samples (same task, sample id and seed); "
+        raise CompareError(f"{display_name(a[0])}@{display_name(a[1])} and {display_name(b[0])}@{display_name(b[1])} "
+                           "share no samples (same task, sample id and seed); "
                            "run both on the same --tasks with the same --limit and --seed")
     clusters = list(zip(both["task"], both["sample_id"]))
     result = paired_difference(both["score_a"].to_numpy(float), both["score_b"].to_numpy(float), clusters)
@@ -78,7 +81,8 @@ def _rows(frame: "pd.DataFrame", pick: tuple[str, str]) -> "pd.DataFrame":
 def describe(c: Comparison) -> list[str]:
     """Lines for the console: the two configs, the difference with its interval, the test."""
     r = c.result
-    name_a, name_b = f"{c.a[0]} @ {c.a[1]}", f"{c.b[0]} @ {c.b[1]}"
+    name_a = f"{display_name(c.a[0])} @ {display_name(c.a[1])}"
+    name_b = f"{display_name(c.b[0])} @ {display_name(c.b[1])}"
     if r.test == "McNemar exact":
         detail = f"McNemar exact on the discordant pairs: A alone right on {r.a_only}, B alone on {r.b_only}"
     else:

@@ -232,10 +232,17 @@ def _run_models(spec, plan, models, first_loaded, sessions, result, console, sho
 
 
 def _check_strategies(plan: Plan, model: Any) -> None:
-    """A model that accepts only some strategies (Medusa heads) refuses the others before any work."""
+    """A model that accepts only some strategies (Medusa heads) refuses the others before any work,
+    and so does one that lacks a capability a strategy's options need (`Strategy.check_model`)."""
     check = getattr(model, "check_strategy", None)
+    net = getattr(model, "net", model)  # a diffusion text model decodes with its network
     for configs in plan.configs.values():
         for config in configs:
+            if model is not None and config.strategy not in MEDUSA_MODES and check is None:
+                try:
+                    config.build().check_model(net)
+                except ValueError as exc:
+                    raise SpecError(str(exc)) from None
             if check is None and config.strategy not in MEDUSA_MODES:
                 continue
             try:

@@ -127,7 +127,7 @@ def with_params(task: Task, suffix: str | None = None, **changes: Any) -> Task:
         params = dataclasses.replace(params, n_max=params.n_min)
     if params.n_min > params.n_max:
         raise ValueError(f"n_min {params.n_min} is above n_max {params.n_max}; give a valid range")
-    if task.scorer == "list_shuffle" and params.n_min < 2:
+    if (task.scorer == "list_shuffle" or task.id.endswith("shuffle-cot")) and params.n_min < 2:
         # a one-item list has no order that differs from the input, so no answer would be correct
         raise ValueError(f"{task.id} needs lists of at least 2 items (n_min {params.n_min}); use --n-min 2 or more")
     if "num_samples" in direct and "samples_per_length" not in direct:

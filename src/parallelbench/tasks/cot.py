@@ -64,11 +64,14 @@ def worked_solution(op: str, item: ListItem) -> str:
         steps.append("Step 2: Read the list from the last person to the first:\n" + format_list(answer))
     elif op == "shuffle":
         steps.append(f"Step 2: Randomly shuffle the list so that the order changes:\n{format_list(answer)}")
-        differ = next(i for i, (a, b) in enumerate(zip(items, answer)) if a != b)
-        steps.append(
-            f'Step 3: Check that the order changed: position {differ} was "{items[differ]}" and is now '
-            f'"{answer[differ]}", so the shuffle is valid.'
-        )
+        differ = next((i for i, (a, b) in enumerate(zip(items, answer)) if a != b), None)
+        if differ is None:  # only a one-person line (or an identity draw when allowed) gets here
+            steps.append("Step 3: Check the order: it is the same as the original.")
+        else:
+            steps.append(
+                f'Step 3: Check that the order changed: position {differ} was "{items[differ]}" and is now '
+                f'"{answer[differ]}", so the shuffle is valid.'
+            )
     elif op == "insert_index":
         steps.append(f"Step 2: Number the positions from 0:\n{_numbered(items)}")
         where = f'before "{items[pos]}"' if pos < len(items) else "at the end"

@@ -122,18 +122,33 @@ def table(
 
 
 def _confidence_level_hit(task: str, n: int, gamma: float | None) -> str | None:
-    """The fraction that γ equals, if it is one of the task's exact confidence levels.
+    """A note when γ is on, or within 1e-6 of, one of the task's exact confidence levels.
 
-    Thresholds are strict and the ideal model decides on its noise-free confidence, so a
-    confidence equal to γ does not commit, in simulation as in the closed form.
+    Thresholds are strict and the ideal model decides on its noise-free confidence (exact
+    fractions in float64), so a confidence equal to γ does not commit and one a float step
+    above it does, in simulation as in the closed form.
     """
     if gamma is None:
         return None
     levels = {"shuffle": [(1, m) for m in range(2, n + 1)], "replace_random": [(m - 1, m) for m in range(2, n + 1)]}
     for num, den in levels.get(task, []):
-        if abs(gamma - num / den) < 1e-6:
-            return f"{num}/{den}"
+        level = num / den
+        if gamma == level:
+            return (f"threshold {_number(gamma)} equals the confidence level {num}/{den} of {task}; thresholds are "
+                    "strict, so positions at exactly that (noise-free) confidence do not commit, in the simulation "
+                    "as in the closed form.")
+        if abs(gamma - level) < 1e-6:
+            side = "below" if gamma < level else "above"
+            what = "commit" if gamma < level else "do not commit"
+            return (f"threshold {_number(gamma)} is {abs(gamma - level):.1e} {side} the confidence level {num}/{den} "
+                    f"of {task}; positions at that level {what}, in the simulation as in the closed form.")
     return None
+
+
+def _number(value: float) -> str:
+    """`0.5`, or every digit when the short form would hide a difference (0.49999999999999994)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
 
 
 @app.command("simulate")
@@ -191,15 +206,11 @@ def simulate_cmd(
         raise typer.Exit(2) from None
     hit = _confidence_level_hit(task, n, threshold)
     if hit is not None:
-        typer.echo(
-            f"note: threshold {threshold:g} equals the confidence level {hit} of {task}; thresholds are strict, so "
-            "positions at exactly that (noise-free) confidence do not commit, in the simulation as in the closed form.",
-            err=True,
-        )
+        typer.echo(f"note: {hit}", err=True)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
-    label = ", ".join(f"{key}={value:g}" for key, value in params.items())
+    label = ", ".join(f"{key}={_number(value)}" for key, value in params.items())
     z = result.z_score
     typer.echo(f"{task} n={n}, {strategy} [{label}], N={samples}, mean NFE {result.mean_nfe:.2f}")
     typer.echo(f"measured {result.measured:.4f} ± {result.stderr:.4f} (standard error)")

@@ -42,6 +42,7 @@ def load_verifier(path: str) -> Any:
 @register_strategy("apd")
 class AdaptiveParallelDecoding(Strategy):
     Options = ApdOptions
+    focus = "candidates"
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)

@@ -34,6 +34,7 @@ class CreditOptions(DecodeOptions):
 @register_strategy("credit")
 class CreditDecoding(Strategy):
     Options = CreditOptions
+    focus = "candidates"  # credit builds up where a step can commit (the active block)
 
     def check_options(self) -> None:
         super().check_options()
@@ -66,8 +67,13 @@ class CreditDecoding(Strategy):
         credit = torch.where(replace, gain, torch.where(cand & same, credit + gain, credit))
         st["credit_token"], st["credit"] = token, credit
 
-        has = token >= 0
-        p_c = torch.where(has, view.token_prob(token.clamp(min=0)), torch.zeros_like(p_top))
+        has = cand & (token >= 0)
+        p_c = torch.where(has & (token == top), p_top, torch.zeros_like(p_top))
+        held = has & (token != top)  # credit held by a token that is not the top one now: rare
+        r, p = held.nonzero(as_tuple=True)
+        if r.numel():
+            logits = view.logits[r, p].float()
+            p_c[r, p] = torch.exp(logits.gather(-1, token[r, p].unsqueeze(-1)).squeeze(-1) - logits.logsumexp(dim=-1))
         boost = torch.exp(o.fusion * torch.log1p(credit)) * has
         boosted = p_c * boost
         z = (1.0 - p_c + boosted).clamp_min(1e-12)

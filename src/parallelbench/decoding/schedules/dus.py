@@ -47,6 +47,7 @@ class DusOptions(DecodeOptions):
 @register_strategy("dus")
 class DilatedUnmasking(Strategy):
     Options = DusOptions
+    focus = "candidates"
 
     def step(self, view: StepView) -> Decision:
         levels = torch.tensor(dus_levels(view.block_length), device=view.device)

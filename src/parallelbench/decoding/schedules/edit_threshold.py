@@ -31,6 +31,8 @@ class EditThresholdOptions(DecodeOptions):
 @register_strategy("edit-threshold")
 class EditThreshold(Strategy):
     Options = EditThresholdOptions
+    reads_decision_confidence = True
+    focus = "candidates"  # x0 / confidence for the commits; the edits read their own positions
 
     def check_options(self) -> None:
         super().check_options()
@@ -45,10 +47,22 @@ class EditThreshold(Strategy):
 
     def step(self, view: StepView) -> Decision:
         o = self.options
-        commit = selection.threshold(view.confidence, view.candidates, o.threshold)
+        commit = selection.threshold(view.decision_confidence, view.candidates, o.threshold, view.confidence)
         pool = view.committed & view.in_block
-        p_top, top = view.probs.max(dim=-1)
-        p_now = view.token_prob(view.canvas)
-        edit = pool & (top != view.canvas) & (p_top - p_now > o.edit_threshold)
+        edit = torch.zeros_like(pool)
+        top = view.canvas
+        r, p = pool.nonzero(as_tuple=True)
+        if r.numel():  # only the block's committed positions (no [N, V] probabilities: a log-sum-exp)
+            logits = view.logits[r, p].float()  # a copy: safe to edit
+            norm = logits.logsumexp(dim=-1)
+            now = view.canvas[r, p]
+            p_now = torch.exp(logits.gather(-1, now.unsqueeze(-1)).squeeze(-1) - norm)
+            if 0 <= view.mask_id < logits.shape[-1]:
+                logits[:, view.mask_id] = float("-inf")  # the mask token is never proposed
+            best_logit, best = logits.max(dim=-1)
+            p_top = torch.exp(best_logit - norm)
+            edit[r, p] = (best != now) & (p_top - p_now > o.edit_threshold)
+            top = view.canvas.clone()
+            top[r, p] = best
         view.state["extra_edits"] = view.state["extra_edits"] + edit.sum(dim=1)
         return Decision(commit=commit, edit=edit, tokens=torch.where(edit, top, view.x0))

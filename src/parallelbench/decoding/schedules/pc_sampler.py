@@ -40,8 +40,8 @@ class PcSamplerOptions(TopKOptions):
     frequencies: str | None = None  # JSON file of reference token counts (default: model.token_frequencies)
 
 
-def read_frequencies(path: str, vocab_size: int) -> torch.Tensor:
-    """[V] counts from a JSON list (index = token id) or object {"id": count}."""
+def read_frequencies(path: str) -> dict[int, float]:
+    """{token id: count} from a JSON list (index = token id) or object {"id": count}."""
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
@@ -49,18 +49,26 @@ def read_frequencies(path: str, vocab_size: int) -> torch.Tensor:
             f"option frequencies={path!r} cannot be read ({type(exc).__name__}); "
             "give a JSON file with a list of per-token counts or an object {\"token id\": count}"
         ) from None
-    counts = torch.zeros(vocab_size, dtype=torch.float64)
     items = enumerate(data) if isinstance(data, list) else data.items() if isinstance(data, dict) else None
     if items is None:
         raise ValueError(f"option frequencies={path!r} must hold a JSON list or object of token counts")
+    counts: dict[int, float] = {}
     for key, value in items:
         try:
             idx, count = int(key), float(value)
         except (TypeError, ValueError):
             raise ValueError(f"option frequencies={path!r}: entry {key!r}: {value!r} is not a token id and a count") from None
-        if 0 <= idx < vocab_size and count > 0 and math.isfinite(count):
+        if idx >= 0 and count > 0 and math.isfinite(count):
             counts[idx] = count
     return counts
+
+
+def count_table(counts: dict[int, float], vocab_size: int) -> torch.Tensor:
+    table = torch.zeros(vocab_size, dtype=torch.float64)
+    for idx, count in counts.items():
+        if idx < vocab_size:
+            table[idx] = count
+    return table
 
 
 def salience(counts: torch.Tensor) -> torch.Tensor:
@@ -76,6 +84,8 @@ class PcSampler(TopKStrategy):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self._salience: torch.Tensor | None = None
+        self._table = None
+        self._cached: tuple[str, dict[int, float]] | None = None
 
     def check_options(self) -> None:
         super().check_options()
@@ -85,24 +95,45 @@ class PcSampler(TopKStrategy):
         if o.alpha <= 0:
             raise option_error("alpha", o.alpha, "> 0 (clip of the calibrated confidence)")
 
+    def check_model(self, model: Any) -> None:
+        """Read the reference frequencies now, so a bad file is refused before any decoding."""
+        if self.options.frequencies is not None:
+            self.counts()
+
     def begin(self, context: dict[str, Any]) -> None:
         model = context.get("model")
-        vocab = int(getattr(model, "vocab_size", 0) or 0)
+        self.check_model(model)
         self._salience = None
+        self._table = getattr(model, "token_frequencies", None)
+
+    def counts(self) -> dict[int, float]:
+        """The `frequencies` file's counts, read once per path."""
+        path = self.options.frequencies
+        if self._cached is None or self._cached[0] != path:
+            self._cached = (path, read_frequencies(path))
+        return self._cached[1]
+
+    def reference(self, vocab_size: int) -> torch.Tensor | None:
+        """-log p_ref per token id over the vocabulary: from the `frequencies` file, else the
+        model's `token_frequencies`; None when neither is given."""
+        if self._salience is not None and self._salience.numel() == vocab_size:
+            return self._salience
         if self.options.frequencies is not None:
-            if vocab < 1:
-                raise ValueError("strategy 'pc-sampler' needs the model's vocab_size to read option frequencies")
-            self._salience = salience(read_frequencies(self.options.frequencies, vocab))
-        elif getattr(model, "token_frequencies", None) is not None:
-            self._salience = salience(torch.as_tensor(model.token_frequencies, dtype=torch.float64).flatten())
+            table = count_table(self.counts(), vocab_size)
+        elif self._table is not None:
+            given = torch.as_tensor(self._table, dtype=torch.float64).flatten()[:vocab_size]
+            table = torch.cat([given, torch.zeros(vocab_size - given.numel(), dtype=torch.float64)])
+        else:
+            return None
+        self._salience = salience(table)
+        return self._salience
 
     def score(self, view: StepView) -> torch.Tensor:
         o = self.options
         conf = view.confidence.float()
-        if self._salience is not None:
-            sal = self._salience.to(view.device)
-            ids = view.x0.clamp(0, sal.numel() - 1)
-            conf = conf * sal[ids]
+        sal = self.reference(view.logits.shape[-1])
+        if sal is not None:
+            conf = conf * sal.to(view.device)[view.x0]
         calibrated = conf.clamp(min=1e-30, max=o.alpha)
         pos = torch.arange(view.gen_length, device=view.device, dtype=torch.float32)
         # log of exp(-lam * i) * C: the same order, without underflow at long generations

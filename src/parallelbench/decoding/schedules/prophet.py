@@ -27,6 +27,22 @@ class ProphetOptions(TopKOptions):
     gap_late: float = 2.5  # ... after 2/3
 
 
+def top2_gap(view: StepView, where: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top-1 minus top-2 logit (mask token excluded) and the top-1 token at `where` [b, G];
+    +inf and the canvas elsewhere. Reads only those positions' logits."""
+    gap = torch.full(view.canvas.shape, float("inf"), device=view.device)
+    top = view.canvas.clone()
+    r, p = where.nonzero(as_tuple=True)
+    if r.numel():
+        logits = view.logits[r, p].float()  # a copy: safe to edit
+        if 0 <= view.mask_id < logits.shape[-1]:
+            logits[:, view.mask_id] = float("-inf")
+        best = logits.topk(2, dim=-1)
+        gap[r, p] = (best.values[:, 0] - best.values[:, 1]).nan_to_num(nan=0.0, posinf=float("inf"))
+        top[r, p] = best.indices[:, 0]
+    return gap, top
+
+
 @register_strategy("prophet")
 class Prophet(TopKStrategy):
     kind = "adaptive"
@@ -51,13 +67,21 @@ class Prophet(TopKStrategy):
         )
 
     def step(self, view: StepView) -> Decision:
-        top2 = view.log_probs.topk(2, dim=-1).values
-        gap = (top2[..., 0] - top2[..., 1]).nan_to_num(posinf=float("inf"))  # -inf second = certain
-        settled = (~view.masked | (gap > self.gap_threshold(view).unsqueeze(1))).all(dim=1)
+        thr = self.gap_threshold(view).unsqueeze(1)
+        # the active block first: a row whose candidates are not all settled cannot commit early,
+        # so the other masked positions are looked at only for rows that pass
+        gap, top = top2_gap(view, view.candidates)
+        maybe = ((gap > thr) | ~view.candidates).all(dim=1)
+        rest = view.masked & ~view.candidates & maybe.unsqueeze(1)
+        if bool(rest.any()):
+            gap_rest, top_rest = top2_gap(view, rest)
+            gap, top = torch.where(rest, gap_rest, gap), torch.where(rest, top_rest, top)
+        settled = maybe & ((gap > thr) | ~view.masked).all(dim=1)
         base = self.select(view, self.score(view))
-        commit = torch.where(settled.unsqueeze(1), view.masked, base)
+        early = settled.unsqueeze(1)
         view.state["extra_early_commit"] = view.state["extra_early_commit"] + settled.long()
-        return Decision(commit=commit)
+        # an early commit writes every masked position's top token
+        return Decision(commit=torch.where(early, view.masked, base), tokens=torch.where(early, top, view.x0))
 
     def init_state(self, batch_size: int, gen_length: int, device: torch.device) -> dict[str, torch.Tensor]:
         return {"extra_early_commit": torch.zeros(batch_size, dtype=torch.long, device=device)}

@@ -32,6 +32,7 @@ class SlowFastOptions(DecodeOptions):
 @register_strategy("slowfast")
 class SlowFast(Strategy):
     Options = SlowFastOptions
+    focus = "candidates"
 
     def check_options(self) -> None:
         super().check_options()

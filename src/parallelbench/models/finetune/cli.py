@@ -33,7 +33,7 @@ def finetune(
     max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Cap on optimiser steps, for quick runs (the schedule spans the capped run)."),
     dump_data: Optional[Path] = typer.Option(None, "--dump-data", help="Also write the training and validation samples here as train.jsonl / val.jsonl."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Examples per optimiser step (paper: 32; tiny default 64)."),
-    grad_accum: int = typer.Option(1, "--grad-accum", min=1, help="Split each batch into this many micro-batches (same result, less memory)."),
+    grad_accum: int = typer.Option(1, "--grad-accum", min=1, help="Split each batch into this many micro-batches (less memory; the same expected gradient)."),
     lr: Optional[float] = typer.Option(None, "--lr", min=0.0, help="Peak learning rate, AdamW (paper: 1e-5 LoRA; tiny default 3e-4, as the paper's SEDD fine-tuning)."),
     warmup: Optional[float] = typer.Option(None, "--warmup", min=0.0, max=1.0, help="Warm-up share of the steps, then cosine decay (paper: 0.05; tiny 0.25)."),
     rank: Optional[int] = typer.Option(None, "--rank", min=1, help="LoRA rank r (paper: 128; hf: only)."),
@@ -51,10 +51,9 @@ def finetune(
 
     Example: parallelbench finetune --model tiny --tasks waiting_line/sort --out ft-sort/
 
-    Then: parallelbench run --model tiny:ft-sort/ --tasks waiting_line/sort
-    (hf: parallelbench run --model hf:<base> --model-opt adapter=<out> ...). Data come from the
-    task generators with seeds disjoint from the test samples; the command checks that no test
-    prompt is among them and says so.
+    Then: parallelbench run --model tiny:ft-sort/ --tasks waiting_line/sort (an hf: result: --model hf:BASE --model-opt adapter=OUT).
+
+    Data come from the task generators with seeds disjoint from the test samples; the command checks that no test prompt is among them and says so.
     """
     from parallelbench.models.finetune.loop import CheckpointError, FinetuneConfig, load_checkpoint
 
@@ -85,11 +84,22 @@ def finetune(
         saved = state["config"]
         if saved["base"] != model:
             _fail(f"{out} holds a fine-tune of {saved['base']}, not {model}; resume with --model {saved['base']}")
+        from parallelbench.tasks import resolve_tasks
+
+        try:
+            asked = [t.id for t in resolve_tasks(tasks)]
+        except KeyError as exc:
+            _fail(str(exc).strip("'\""))
+        if asked != saved["tasks"]:
+            _fail(f"{out} holds a fine-tune on {','.join(saved['tasks'])}; resume with --tasks {','.join(saved['tasks'])}")
         cfg = FinetuneConfig(**saved)
         cfg.stop_after = None
     else:
         if (out / "finetune.json").exists() or (out / "finetune-checkpoint.pt").exists():
             _fail(f"{out} already holds a fine-tuning run; pass --resume to continue it or choose another --out")
+        held = [n for n in ("model.pt", "config.json", "adapter_config.json") if (out / n).exists()]
+        if held:
+            _fail(f"{out} already holds a model ({held[0]}); choose an empty or new --out")
         from parallelbench.tasks import resolve_tasks
 
         try:

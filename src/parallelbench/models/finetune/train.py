@@ -97,7 +97,7 @@ def finetune(cfg: FinetuneConfig, out: Path, *, state: dict | None = None, dump_
             bar.stop()
     record = {
         "base": cfg.base, "base_fingerprint": backend.fingerprint, "tasks": list(cfg.tasks),
-        "kind": kind_of(cfg.base), "config": {k: v for k, v in asdict(cfg).items() if k != "stop_after"},
+        "kind": kind_of(cfg.base), "lora_mode": getattr(backend, "mode", None), "config": {k: v for k, v in asdict(cfg).items() if k != "stop_after"},
         "data": {"train": len(splits.train), "val": len(splits.val), "fingerprint": splits.fingerprint(),
                  "test_prompts_checked": splits.test_prompts, "dropped_test": splits.dropped_test},
         **result,

@@ -18,7 +18,20 @@ from typing import Any
 from parallelbench.models.hf.errors import HFModelError
 
 RECORD = "finetune.json"  # written next to adapter_config.json / adapter_model.safetensors
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj")  # the paper: query, key and value projections only
+# The paper: query, key and value projections only. Published LLaDA / Dream layouts (and
+# checkpoints run through their own code) name them q_proj/k_proj/v_proj; the native
+# implementation (parallelbench.models.native) names them q/k/v inside each block.
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj")
+LORA_TARGET_SETS = (LORA_TARGETS, ("q", "k", "v"))
+
+
+def lora_targets(model: Any) -> tuple[str, ...] | None:
+    """The query/key/value module names of `model` (the first naming it has all of), else None."""
+    names = {n.rsplit(".", 1)[-1] for n, _ in model.named_modules()}
+    for targets in LORA_TARGET_SETS:
+        if set(targets) <= names:
+            return targets
+    return None
 
 
 def read_record(folder: str | Path) -> dict[str, Any]:
@@ -48,14 +61,14 @@ def base_fingerprint(model: Any) -> str:
     if embed is not None and getattr(embed, "weight", None) is not None:
         parts.append(("embed", embed.weight))
     for name, param in model.named_parameters():
-        if name.endswith("q_proj.weight") or name.endswith("q_proj.base_layer.weight"):
+        if name.endswith(("q_proj.weight", "q_proj.base_layer.weight", ".q.weight", ".q.base_layer.weight")):
             parts.append(("q_proj", param))
             break
     if not parts:  # no recognisable layer: the first parameters stand in
         parts = list(model.named_parameters())[:2]
     h = hashlib.sha256()
     for name, tensor in parts:
-        flat = tensor.detach().reshape(-1)[:8192].to("cpu", torch.bfloat16).to(torch.float32)
+        flat = tensor.detach().reshape(-1)[: 1 << 20].to("cpu", torch.bfloat16).to(torch.float32)
         h.update(name.encode())
         h.update(str(tuple(tensor.shape)).encode())
         h.update(flat.numpy().tobytes())

@@ -30,6 +30,9 @@ class HFOptions:
     medusa: str | None = None  # causal LMs: a Medusa heads folder; decode with --strategy medusa / medusa-verified
     compile: bool = False  # native LLaDA / Dream: torch.compile the per-layer parts (GPU; first steps compile)
     adapter: str | None = None  # dLLMs: a LoRA folder written by `parallelbench finetune` for this base
+    # dLLMs: end-of-turn ids (<|eot_id|>, <|im_end|>) merged into EOS (one end token); false keeps the
+    # checkpoint's own logits, as the families' reference generate() sees them
+    merge_stops: bool = True
 
     def __post_init__(self) -> None:
         if self.cache is not None and self.cache not in CACHE_MODES:
@@ -69,7 +72,7 @@ def _coerce(name: str, kind: type, value: Any) -> Any:
 
 _KINDS = {"device": str, "dtype": str, "cache": str, "batch_size": int, "trust_remote_code": bool, "force": bool,
           "family": str, "revision": str, "self_conditioning": bool, "max_cpu_params": float,
-          "medusa": str, "compile": bool, "adapter": str}
+          "medusa": str, "compile": bool, "adapter": str, "merge_stops": bool}
 
 
 def parse_options(options: dict[str, Any]) -> HFOptions:

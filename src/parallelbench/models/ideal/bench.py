@@ -39,6 +39,11 @@ def no_answer_set_reason(sample: "Sample") -> str:
             f"{where} has {count:,} valid answers, more than the ideal model lists "
             f"({ENUMERATION_LIMIT:,}); use a smaller n (e.g. waiting_line/* with n 3-6) for the ideal model"
         )
+    if sample.scorer == "cot_answer":  # tasks/cot.py: free reasoning precedes the answer
+        return (
+            f"{where} is a chain-of-thought task: any reasoning may precede its answer, so its outputs have no "
+            "finite set and the ideal model cannot decode it; run the direct task instead"
+        )
     return (
         f"{where} has no finite set of valid answers; the ideal model covers Waiting Line, "
         "Puzzles and synthetic list tasks, not Text Writing"

@@ -99,11 +99,12 @@ class AnswerSet:
         return self.local_marginals(gen, mask_id, vocab_size)[0]
 
     def local_marginals(self, gen: torch.Tensor, mask_id: int, vocab_size: int, exact: bool = False):
-        """(log marginals [b, C] float32, and with `exact` the marginals [b, C] in float64).
+        """(log marginals [b, C] float32, and with `exact` the largest marginal per position [b, L] in float64).
 
-        The float64 marginals are count / total divided in double precision (uniform answer
-        sets), so 1/2 or (n-1)/n come out exactly as Python writes those fractions: a
-        threshold typed as that fraction compares equal rather than by rounding luck.
+        The float64 value is the largest count / total, divided in double precision (counts
+        of a uniform answer set are exact integers), so 1/2 or (n-1)/n come out exactly as
+        Python writes those fractions: a threshold typed as that fraction compares equal
+        rather than by rounding luck.
         """
         chunk = max(1, (1 << 22) // self.num_answers)
         if gen.shape[0] <= chunk:
@@ -112,11 +113,10 @@ class AnswerSet:
         logits = torch.cat([p[0] for p in parts])
         return logits, (torch.cat([p[1] for p in parts]) if exact else None)
 
-    def top_marginal(self, marginals: torch.Tensor) -> torch.Tensor:
-        """[b, L] the largest marginal at each position from column marginals [b, C]."""
-        top = torch.zeros(marginals.shape[0], self.length, dtype=marginals.dtype)
-        index = self.col_pos.unsqueeze(0).expand_as(marginals)
-        return top.scatter_reduce_(1, index, marginals, reduce="amax", include_self=True)
+    def _top_per_position(self, values: torch.Tensor) -> torch.Tensor:
+        """[b, L] the largest of each position's columns of `values` [b, C]."""
+        top = torch.zeros(values.shape[0], self.length, dtype=values.dtype)
+        return top.scatter_reduce_(1, self.col_pos.unsqueeze(0).expand_as(values), values, reduce="amax", include_self=True)
 
     def _local_logits(self, gen: torch.Tensor, mask_id: int, vocab_size: int, exact: bool = False):
         committed = gen != mask_id
@@ -138,19 +138,14 @@ class AnswerSet:
         lost = total.squeeze(1) <= 0
         marg = counts / total.clamp_min(1e-30)
         logits = torch.where(marg > 0, marg.clamp_min(1e-30).log(), torch.full_like(marg, IMPOSSIBLE))
-        exact_marg = None
+        top = None
         if exact:
-            exact_marg = counts.double() / total.double().clamp_min(1e-300)
+            top = self._top_per_position(counts).double() / total.double().clamp_min(1e-300)
         if lost.any():
             logits[lost] = self.uniform_local
-            if exact:
-                exact_marg[lost] = self.uniform_marginals().unsqueeze(0)
-        return logits, exact_marg
-
-    def uniform_marginals(self) -> torch.Tensor:
-        """[C] float64: 1 / (tokens possible at the column's position), the fallback's marginals."""
-        sizes = torch.bincount(self.col_pos, minlength=self.length).double()
-        return 1.0 / sizes[self.col_pos]
+            if exact:  # the fallback is uniform over each position's tokens
+                top[lost] = 1.0 / torch.bincount(self.col_pos, minlength=self.length).double()
+        return logits, top
 
 
 class IdealModel:
@@ -284,7 +279,7 @@ class IdealModel:
             sub = gen if idx is None else gen[idx]
             local, exact = _dedup_local_logits(aset, sub, self.mask_id, vocab, want_confidence)
             if clean is not None:
-                top = torch.where(committed if idx is None else committed[idx], 1.0, aset.top_marginal(exact))
+                top = torch.where(committed if idx is None else committed[idx], 1.0, exact)
                 if idx is None:
                     clean[:, total - length :] = top
                 else:
@@ -316,7 +311,7 @@ def _row_keys(gen: torch.Tensor, vocab_size: int) -> torch.Tensor:
 
 
 def _dedup_local_logits(aset: AnswerSet, gen: torch.Tensor, mask_id: int, vocab_size: int, exact: bool = False):
-    """(log marginals, float64 marginals or None) with each distinct canvas computed once: rows
+    """(log marginals, float64 top marginal per position or None) with each distinct canvas computed once: rows
     sharing an answer set mostly repeat early on (every row is all-mask at the first step),
     which cuts the matrix work by about the step count."""
     if gen.shape[0] < 2:
@@ -326,6 +321,6 @@ def _dedup_local_logits(aset: AnswerSet, gen: torch.Tensor, mask_id: int, vocab_
         return aset.local_marginals(gen, mask_id, vocab_size, exact)
     first = torch.full((len(keys),), gen.shape[0], dtype=torch.long)
     first.scatter_reduce_(0, inverse, torch.arange(gen.shape[0]), reduce="amin")
-    logits, marginals = aset.local_marginals(gen[first], mask_id, vocab_size, exact)
-    return logits[inverse], (marginals[inverse] if exact else None)
+    logits, top = aset.local_marginals(gen[first], mask_id, vocab_size, exact)
+    return logits[inverse], (top[inverse] if exact else None)
 

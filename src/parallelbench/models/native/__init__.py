@@ -132,7 +132,7 @@ def load_native(path: str | Path, device: str = "cpu", dtype: Any = None) -> tup
     tensors = read_tensors(folder, shapes, dtype=torch_dtype, device=device)
     state = {n: tensors[fam.published_name(n)] for n, _ in module.named_parameters()}
     module.load_state_dict(state, strict=True, assign=True)
-    module.rotary = type(module.rotary)(spec.head_dim, spec.rope_theta, spec.rope_fp32).to(device)
+    module.rotary.to(device)
     module.mask_id = mask_id
     module.family = family
     module.logit_shift = fam.SHIFT

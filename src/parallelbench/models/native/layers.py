@@ -49,6 +49,19 @@ class ArchSpec:
         return self.hidden // self.heads
 
 
+class Linear(nn.Linear):
+    """nn.Linear without random init: weights always come from a checkpoint (or `build_random`),
+    and init on the meta device would import torch's compiler stack for nothing."""
+
+    def reset_parameters(self) -> None:
+        pass
+
+
+class Embedding(nn.Embedding):
+    def reset_parameters(self) -> None:
+        pass
+
+
 class RMSNorm(nn.Module):
     """Normalise in float32, cast back, then scale (both families' order of operations)."""
 
@@ -59,10 +72,13 @@ class RMSNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(size)) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        xf = x.float()
-        y = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
-        y = self.weight * y
-        return y + self.bias if self.bias is not None else y
+        return rms_norm(x, self.weight, self.bias, self.eps)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, eps: float) -> torch.Tensor:
+    """x * rsqrt(mean(x^2) + eps) in float32, cast back, times weight (F.rms_norm: one fused op on GPUs)."""
+    y = weight * F.rms_norm(x.float(), (x.shape[-1],), eps=eps).to(x.dtype)
+    return y + bias if bias is not None else y
 
 
 class Rotary(nn.Module):
@@ -70,24 +86,50 @@ class Rotary(nn.Module):
 
     def __init__(self, head_dim: int, theta: float, fp32: bool):
         super().__init__()
-        inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+        # built on the CPU even inside a meta-device context; moved with the module
+        inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32, device="cpu") / head_dim))
         self.register_buffer("inv_freq", inv, persistent=False)
         self.fp32 = fp32
 
     def tables(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin [B, 1, L, head_dim] for positions [B, L]."""
+        """cos and signed sin [B, 1, L, head_dim] for positions [B, L] (float32, or `dtype` when not fp32).
+
+        The sin table's first half is negated, so `rotate` needs only a roll of x (no negation)."""
         freqs = positions.to(torch.float32).unsqueeze(-1) * self.inv_freq.to(positions.device)
-        emb = torch.cat((freqs, freqs), dim=-1).unsqueeze(1)
-        cos, sin = emb.cos(), emb.sin()
+        cos = torch.cat((freqs, freqs), dim=-1).unsqueeze(1).cos()
+        sin = freqs.sin().unsqueeze(1)
+        sin = torch.cat((-sin, sin), dim=-1)  # the rotate-half sign folded in: see `rotate`
         if not self.fp32:
             cos, sin = cos.to(dtype), sin.to(dtype)
         return cos, sin
 
-    def apply(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        xr = x.float() if self.fp32 else x
-        half = xr.shape[-1] // 2
-        rotated = torch.cat((-xr[..., half:], xr[..., :half]), dim=-1)
-        return (xr * cos + rotated * sin).to(x.dtype)
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """RoPE in the precision of `cos` (float32 tables rotate in float32), result in x's dtype."""
+    xr = x.to(cos.dtype)
+    # rotate-half: (x1, x2) -> (-x2, x1); the minus lives in the signed sin table, so a roll suffices
+    return (xr * cos + torch.roll(xr, xr.shape[-1] // 2, dims=-1) * sin).to(x.dtype)
+
+
+def qkv_part(x, norm_w, norm_b, eps: float, wq, bq, wk, bk, wv, bv, cos, sin, heads: int, kv_heads: int):
+    """Pre-attention of one layer: RMSNorm, q/k/v projections, RoPE -> [B, heads, L, D] tensors.
+
+    A free function of tensors (not a method) so one `torch.compile` serves every layer."""
+    b, length, _ = x.shape
+    y = rms_norm(x, norm_w, norm_b, eps)
+    d = wq.shape[0] // heads
+    q = F.linear(y, wq, bq).view(b, length, heads, d).transpose(1, 2)
+    k = F.linear(y, wk, bk).view(b, length, kv_heads, d).transpose(1, 2)
+    v = F.linear(y, wv, bv).view(b, length, kv_heads, d).transpose(1, 2)
+    return rotate(q, cos, sin), rotate(k, cos, sin), v
+
+
+def mlp_part(x, att, wo, bo, norm_w, norm_b, eps: float, wg, bg, wu, bu, wd, bd):
+    """Post-attention of one layer: output projection + residual, RMSNorm, SiLU(gate) * up, down + residual."""
+    b, length = x.shape[:2]
+    x = x + F.linear(att.transpose(1, 2).reshape(b, length, -1), wo, bo)
+    y = rms_norm(x, norm_w, norm_b, eps)
+    return x + F.linear(F.silu(F.linear(y, wg, bg)) * F.linear(y, wu, bu), wd, bd)
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -108,24 +150,34 @@ class Block(nn.Module):
         h, d = spec.hidden, spec.head_dim
         self.heads, self.kv_heads, self.head_dim = spec.heads, spec.kv_heads, d
         self.attn_norm = RMSNorm(h, spec.eps, spec.norm_bias)
-        self.q = nn.Linear(h, spec.heads * d, bias=spec.qkv_bias)
-        self.k = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
-        self.v = nn.Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
-        self.o = nn.Linear(spec.heads * d, h, bias=spec.other_bias)
+        self.q = Linear(h, spec.heads * d, bias=spec.qkv_bias)
+        self.k = Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
+        self.v = Linear(h, spec.kv_heads * d, bias=spec.qkv_bias)
+        self.o = Linear(spec.heads * d, h, bias=spec.other_bias)
         self.mlp_norm = RMSNorm(h, spec.eps, spec.norm_bias)
-        self.gate = nn.Linear(h, spec.ffn, bias=spec.other_bias)
-        self.up = nn.Linear(h, spec.ffn, bias=spec.other_bias)
-        self.down = nn.Linear(spec.ffn, h, bias=spec.other_bias)
+        self.gate = Linear(h, spec.ffn, bias=spec.other_bias)
+        self.up = Linear(h, spec.ffn, bias=spec.other_bias)
+        self.down = Linear(spec.ffn, h, bias=spec.other_bias)
 
-    def qkv(self, x: torch.Tensor, rotary: Rotary, cos: torch.Tensor, sin: torch.Tensor):
+    def qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fn=None):
+        """Pre-attention through the submodules (so adapters wrapping q/k/v take part), or through
+        `fn` (a compiled `qkv_part`) with the weights as arguments."""
+        if fn is not None:
+            n = self.attn_norm
+            return fn(x, n.weight, n.bias, n.eps, self.q.weight, self.q.bias, self.k.weight, self.k.bias,
+                      self.v.weight, self.v.bias, cos, sin, self.heads, self.kv_heads)
         b, length, _ = x.shape
         y = self.attn_norm(x)
         q = self.q(y).view(b, length, self.heads, self.head_dim).transpose(1, 2)
         k = self.k(y).view(b, length, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.v(y).view(b, length, self.kv_heads, self.head_dim).transpose(1, 2)
-        return rotary.apply(q, cos, sin), rotary.apply(k, cos, sin), v
+        return rotate(q, cos, sin), rotate(k, cos, sin), v
 
-    def mlp(self, x: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
+    def mlp(self, x: torch.Tensor, att: torch.Tensor, fn=None) -> torch.Tensor:
+        if fn is not None:
+            n = self.mlp_norm
+            return fn(x, att, self.o.weight, self.o.bias, n.weight, n.bias, n.eps, self.gate.weight,
+                      self.gate.bias, self.up.weight, self.up.bias, self.down.weight, self.down.bias)
         b, length = x.shape[:2]
         x = x + self.o(att.transpose(1, 2).reshape(b, length, -1))
         y = self.mlp_norm(x)
@@ -140,18 +192,23 @@ class DiffusionTransformer(nn.Module):
     def __init__(self, spec: ArchSpec):
         super().__init__()
         self.spec = spec
-        self.embed = nn.Embedding(spec.embed_rows, spec.hidden)
+        self.embed = Embedding(spec.embed_rows, spec.hidden)
         self.layers = nn.ModuleList(Block(spec) for _ in range(spec.layers))
         self.norm = RMSNorm(spec.hidden, spec.eps, spec.norm_bias)
-        self.head = None if spec.tie else nn.Linear(spec.hidden, spec.out_size, bias=spec.other_bias)
+        self.head = None if spec.tie else Linear(spec.hidden, spec.out_size, bias=spec.other_bias)
         self.rotary = Rotary(spec.head_dim, spec.rope_theta, spec.rope_fp32)
-        self._qkv = [blk.qkv for blk in self.layers]
-        self._mlp = [blk.mlp for blk in self.layers]
+        self._qkv_fn = self._mlp_fn = None  # eager: through the submodules
 
     def compile_parts(self) -> None:
-        """torch.compile the per-layer pre-attention and MLP parts (fuses norm, RoPE, SiLU*up)."""
-        self._qkv = [torch.compile(blk.qkv, dynamic=True) for blk in self.layers]
-        self._mlp = [torch.compile(blk.mlp, dynamic=True) for blk in self.layers]
+        """torch.compile the per-layer pre-attention and MLP parts (fuses norm, RoPE, SiLU * up);
+        one compiled function serves every layer (weights are arguments, so projections wrapped
+        by adapters such as LoRA would be bypassed: refused)."""
+        wrapped = [f"layers.{i}.{n}" for i, blk in enumerate(self.layers)
+                   for n in ("q", "k", "v", "o", "gate", "up", "down") if type(getattr(blk, n)) is not Linear]
+        if wrapped:
+            raise ValueError(f"compile=true needs plain projections; {wrapped[0]} is wrapped (an adapter?)")
+        self._qkv_fn = torch.compile(qkv_part, dynamic=True)
+        self._mlp_fn = torch.compile(mlp_part, dynamic=True)
 
     def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
                 position_ids: torch.Tensor | None = None, attention_bias: torch.Tensor | None = None,
@@ -176,11 +233,11 @@ class DiffusionTransformer(nn.Module):
         if self.spec.input_scale != 1.0:
             x = x * self.spec.input_scale
         cos, sin = self.rotary.tables(position_ids, x.dtype)
-        for i in range(len(self.layers)):
-            q, k, v = self._qkv[i](x, self.rotary, cos, sin)
+        for i, layer in enumerate(self.layers):
+            q, k, v = layer.qkv(x, cos, sin, self._qkv_fn)
             if kv_hook is not None:
                 k, v = kv_hook(i, k, v)
-            x = self._mlp[i](x, attend(q, k, v, mask))
+            x = layer.mlp(x, attend(q, k, v, mask), self._mlp_fn)
         x = self.norm(x)
         logits = F.linear(x, self.embed.weight) if self.head is None else self.head(x)
         if self.spec.logit_scale != 1.0:

@@ -5,9 +5,10 @@ native module makes possible:
 
 - the Dream logit shift applied per row: position i reads the prediction made at i - 1, and
   each row's first real position repeats itself, so a left-padded row matches the row alone;
-- the attention-bias extension (`supports_attention_bias`): `position_ids` [B, L] and
-  `attention_bias` [B, L, L] (added to every head's scores) pass straight to the transformer;
-  such calls bypass the KV cache (they are not steps of a block-wise decode);
+- the attention-bias extension: `position_ids` [B, L] and `attention_bias` [B, L, L] (added to
+  every head's scores) pass straight to the transformer; such calls bypass the KV cache (they
+  are not steps of a block-wise decode). `supports_attention_bias` is declared for unshifted
+  families (LLaDA) only, see `__init__`;
 - per-row prefix and dual caches (`cache.RowBlockCache`), batch-invariant by construction.
 """
 
@@ -37,6 +38,11 @@ class NativeDiffusionNet(HFDiffusionNet):
                          pad_id=pad_id, cache="none")
         self.family = getattr(model, "family", "native")
         self.logit_shift = int(getattr(model, "logit_shift", 0))
+        # A shifted family reads position i's prediction at sequence index i - 1, so a shadow
+        # block laid out for an unshifted model (WINO's) would read the wrong query: Dream keeps
+        # the keyword arguments but does not declare the capability, and WINO takes its exact
+        # leave-one-out fallback there.
+        self.supports_attention_bias = self.logit_shift == 0
         self.cache_mode = cache
         self.source = source
         self.compiled = bool(compile)

@@ -41,13 +41,16 @@ LENGTH_BAND = 16  # batches hold examples whose prompt + answer lengths share a 
 
 
 def training_tasks(ids: Iterable[str] | None = None) -> list["Task"]:
-    """The tasks the tiny model learns: Waiting Line, the puzzles, synthetic list ops."""
+    """The tasks the tiny model learns: Waiting Line, the puzzles, synthetic list ops.
+
+    Not the chain-of-thought variants (`<task>-cot`): their prose is outside the tiny vocabulary.
+    """
     from parallelbench.tasks import registry
 
     reg = registry()
     if ids is not None:
         return [reg[i] for i in ids]
-    return [t for t in reg.values() if t.id.startswith(TRAIN_PREFIXES)]
+    return [t for t in reg.values() if t.id.startswith(TRAIN_PREFIXES) and not t.id.endswith("-cot")]
 
 
 def task_weight(task: "Task") -> float:

@@ -185,6 +185,9 @@ class TinyDenoiser(nn.Module):
     def device(self) -> torch.device:
         return self.tok.weight.device
 
+    # Takes `position_ids` and `attention_bias` (see MaskedDiffusionModel): WINO's shadow block.
+    supports_attention_bias = True
+
     def forward(
         self,
         canvas: torch.Tensor,
@@ -193,40 +196,73 @@ class TinyDenoiser(nn.Module):
         rows: torch.Tensor | None = None,  # unused: one network serves every row
         positions: torch.Tensor | None = None,
         layout: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        attention_bias: torch.Tensor | None = None,
     ) -> Logits:
         """Logits [B, L, V]; with a boolean `positions` [B, L], only those rows, [N, V]
-        (training needs the masked positions only, and the output layer is the costly part)."""
+        (training needs the masked positions only, and the output layer is the costly part).
+
+        `position_ids` / `attention_bias` follow the MaskedDiffusionModel contract. Features read
+        off the layout (neighbours, list and grid codes, segments) then come from the tokens laid
+        out by position id, the first token at each position standing for it, so a token that
+        repeats a position (a shadow copy) shares its codes; what one token counts or points at
+        in others (coverage, pointer, grid exclusion) only reaches the keys it may see."""
         canvas = canvas.to(self.device)
         if attention_mask is None:
             attention_mask = canvas != self.cfg.pad_id
         attention_mask = attention_mask.to(self.device).bool()
-        pos = (attention_mask.long().cumsum(1) - 1).clamp(min=0)
+        if position_ids is None:
+            pos = (attention_mask.long().cumsum(1) - 1).clamp(min=0)
+        else:
+            pos = position_ids.to(self.device).long()
         if int(pos.max()) >= self.cfg.max_len:
             raise ValueError(
                 f"sequence of {int(pos.max()) + 1} tokens exceeds the tiny model's "
                 f"max_len {self.cfg.max_len}; shorten the prompt or the generation length"
             )
+        if position_ids is None and attention_bias is None:
+            src, src_mask, back, allowed = canvas, attention_mask, None, None
+        else:
+            if layout is not None:
+                raise ValueError("layout= is a training input; it cannot be combined with position_ids / attention_bias")
+            src, src_mask, back = by_position(canvas, attention_mask, pos, self.cfg.pad_id)
+            bias = None if attention_bias is None else attention_bias.to(self.device, torch.float32)
+            keys = attention_mask[:, None, :].expand(-1, canvas.shape[1], -1)
+            allowed = keys if bias is None else keys & (bias > float("-inf"))
+
+        def spread(codes: torch.Tensor) -> torch.Tensor:
+            """Per-position codes [B, P] -> per token [B, L] (identity on the plain path)."""
+            return codes if back is None else codes.gather(1, back)
+
         x = self.tok(canvas)
         if self.cfg.neighbours:
-            hidden = canvas.masked_fill(~attention_mask, self.cfg.pad_id)
+            hidden = src.masked_fill(~src_mask, self.cfg.pad_id)
             pad = torch.full_like(hidden[:, :1], self.cfg.pad_id)
-            x = x + self.prev_tok(torch.cat([pad, hidden[:, :-1]], 1)) + self.next_tok(torch.cat([hidden[:, 1:], pad], 1))
+            prev, nxt = torch.cat([pad, hidden[:, :-1]], 1), torch.cat([hidden[:, 1:], pad], 1)
+            x = x + self.prev_tok(spread(prev)) + self.next_tok(spread(nxt))
         if self.list_pos is not None:
-            x = x + self.list_pos(list_positions(canvas, self.cfg.list_open_id, self.sep_id, self.cfg.list_pos))
+            x = x + self.list_pos(spread(list_positions(src, self.cfg.list_open_id, self.sep_id, self.cfg.list_pos)))
         if self.rank_proj is not None:
             x = x + self.rank_proj(self.rank_table[canvas.clamp(0, self.cfg.vocab_size - 1)])
-        in_answer = answer_segment(canvas, self.sep_id)
+        in_answer = spread(answer_segment(src, self.sep_id))
         relation = None
         if self.cfg.grid:
-            # `layout`: the canvas the grid is read from; training may pass the clean answer
-            # (what the decoder sees once it has committed the spaces and commas, which it
-            # does first, at confidence ~1), so masked commas do not scramble the codes.
-            row, col, relation = self._grid(canvas if layout is None else layout.to(self.device), attention_mask)
+            if back is None:
+                # `layout`: the canvas the grid is read from; training may pass the clean answer
+                # (what the decoder sees once it has committed the spaces and commas, which it
+                # does first, at confidence ~1), so masked commas do not scramble the codes.
+                row, col, relation = self._grid(canvas if layout is None else layout.to(self.device), attention_mask)
+            else:
+                row, col = self._grid_codes(src, src_mask)
+                row, col = spread(row), spread(col)
+                if self.grid_bias is not None:
+                    relation = _grid_relations(row, col, self.cfg.grid, self._cells(canvas))
             x = x + self.grid_row(row) + self.grid_col(col)
         if self.segment is not None:
             x = x + self.segment(in_answer.long())
         if self.coverage is not None:
-            x = x + self.coverage(coverage_counts(canvas, in_answer & attention_mask, (self.mask_id, self.eos_id, self.cfg.pad_id)))
+            hidden_ids = (self.mask_id, self.eos_id, self.cfg.pad_id)
+            x = x + self.coverage(coverage_counts(canvas, in_answer & attention_mask, hidden_ids, allowed))
         rot = None
         if self.pos is not None:
             x = x + self.pos(pos)
@@ -234,7 +270,9 @@ class TinyDenoiser(nn.Module):
             rot = _rotary_tables(pos, self.cfg.d_model // self.cfg.n_heads)
         # Keys on padding are hidden; padded query rows still see something (no NaN).
         attn = attention_mask[:, None, None, :]
-        if relation is not None:  # as additive scores: -inf on padding keys
+        if allowed is not None:  # additive scores [B, 1, L, L]: the bias, and -inf on padding keys
+            attn = torch.zeros(allowed.shape, dtype=x.dtype, device=x.device).masked_fill(~allowed, float("-inf"))[:, None]
+        elif relation is not None:  # as additive scores: -inf on padding keys
             attn = torch.zeros(attn.shape, dtype=x.dtype, device=x.device).masked_fill(~attn, float("-inf"))
         for i, block in enumerate(self.blocks):
             if relation is None:
@@ -249,33 +287,41 @@ class TinyDenoiser(nn.Module):
             shape = (int(positions.sum()), self.cfg.vocab_size)
         query = h[positions]  # [N, D]
         row = torch.arange(canvas.shape[0], device=canvas.device)[:, None].expand_as(positions)[positions]  # [N]
+        seen = None if allowed is None else allowed[positions]  # [N, L]: keys each query may see
         logits = self.head(query)
         if self.cfg.pointer:
-            logits = self._point(h, query, logits, canvas, attention_mask & ~in_answer, positions, row)
+            logits = self._point(h, query, logits, canvas, attention_mask & ~in_answer, positions, row, seen)
         if self.grid_exclude is not None:
-            logits = self._exclude(logits, canvas, in_answer & attention_mask, relation, positions, row)
+            logits = self._exclude(logits, canvas, in_answer & attention_mask, relation, positions, row, seen)
         return logits.reshape(shape).as_subclass(Logits)
 
     def _grid(self, src: torch.Tensor, attention_mask: torch.Tensor):
         """Grid (row, column) codes of `src`, and the same-row / same-column relations
         [B, 2, L, L] when the network has grid biases (else None)."""
+        row, col = self._grid_codes(src, attention_mask)
+        if self.grid_bias is None:
+            return row, col, None
+        return row, col, _grid_relations(row, col, self.cfg.grid, self._cells(src))
+
+    def _grid_codes(self, src: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         cfg = self.cfg
         opener = [] if cfg.list_open_id is None else [cfg.list_open_id]
-        row, col = grid_positions(
+        return grid_positions(
             src, _isin(src, [self.sep_id, *(cfg.grid_line_ids or []), *opener]), _isin(src, cfg.grid_row_ids or []),
             _isin(src, cfg.grid_skip_ids or []) | ~attention_mask, cfg.grid,
         )
-        if self.grid_bias is None:
-            return row, col, None
-        cells = None if cfg.grid_cell_ids is None else _isin(src, [self.mask_id, *cfg.grid_cell_ids])
-        return row, col, _grid_relations(row, col, cfg.grid, cells)
 
-    def _point(self, h, query, logits, canvas, source, positions, row) -> torch.Tensor:
+    def _cells(self, tokens: torch.Tensor) -> torch.Tensor | None:
+        ids = self.cfg.grid_cell_ids
+        return None if ids is None else _isin(tokens, [self.mask_id, *ids])
+
+    def _point(self, h, query, logits, canvas, source, positions, row, seen=None) -> torch.Tensor:
         """Log of gate * softmax(logits) + (1 - gate) * (attention over prompt tokens, summed per id)."""
         # Scores of every position against its own row, [B, L, L], then the wanted rows: one
         # batched matmul, where gathering each query's keys ([N, L, D]) cost far more.
         scores = (self.ptr_q(h) @ self.ptr_k(h).transpose(1, 2))[positions] / math.sqrt(h.shape[-1])
-        scores = scores.masked_fill(~source[row], float("-inf"))
+        pointable = source[row] if seen is None else source[row] & seen
+        scores = scores.masked_fill(~pointable, float("-inf"))
         attn = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # rows with no prompt point nowhere
         ids = canvas.clamp(0, self.cfg.vocab_size - 1)[row]
         copy = torch.zeros_like(logits).scatter_add_(1, ids, attn)
@@ -283,12 +329,14 @@ class TinyDenoiser(nn.Module):
         mix = gate * torch.softmax(logits, dim=-1) + (1 - gate) * copy
         return torch.log(mix.clamp_min(1e-12))
 
-    def _exclude(self, logits, canvas, answer, relation, positions, row) -> torch.Tensor:
+    def _exclude(self, logits, canvas, answer, relation, positions, row, seen=None) -> torch.Tensor:
         """Logits minus the learned same-row / same-column amounts for every cell token
         already visible in the answer's grid on that row / column (see TinyConfig). Only
         rows that see such a cell are touched: outside the puzzles there are next to none."""
         visible = answer & _isin(canvas, list(self.cfg.grid_cell_ids or []))
         links = relation.transpose(1, 2)[positions] * visible[row][:, None, :]  # [N, 2, L]: visible cells on the row / column
+        if seen is not None:
+            links = links * seen[:, None, :]
         hit = links.flatten(1).any(-1).nonzero().squeeze(1)
         if hit.numel() == 0:
             return logits
@@ -330,14 +378,38 @@ def alphabetical_ranks(tokens: list[str]) -> list[float]:
     return [round(place.get(k, 0.0), 6) for k in keys]
 
 
-def coverage_counts(canvas: torch.Tensor, answer: torch.Tensor, hidden_ids: tuple[int, ...]) -> torch.Tensor:
-    """Per position: how many *other* answer positions hold the same token, unmasked (capped)."""
+def coverage_counts(
+    canvas: torch.Tensor, answer: torch.Tensor, hidden_ids: tuple[int, ...], allowed: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Per position: how many *other* answer positions hold the same token, unmasked (capped);
+    with `allowed` [B, L, L], only among the positions each one may see."""
     visible = answer.clone()
     for i in hidden_ids:
         visible &= canvas != i
     same = (canvas[:, :, None] == canvas[:, None, :]) & visible[:, None, :]
-    counts = same.sum(-1) - visible.long()  # a visible answer token does not count itself
+    if allowed is None:
+        counts = same.sum(-1) - visible.long()  # a visible answer token does not count itself
+    else:
+        eye = torch.eye(canvas.shape[1], dtype=torch.bool, device=canvas.device)
+        counts = (same & allowed & ~eye).sum(-1)
     return counts.clamp(0, COVERAGE_MAX)
+
+
+def by_position(
+    canvas: torch.Tensor, attention_mask: torch.Tensor, pos: torch.Tensor, pad_id: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The tokens laid out by position id, one per position (the first token that claims it;
+    padding claims none): (ids [B, P], filled [B, P], each token's column in that layout [B, L])."""
+    b, length = canvas.shape
+    width = int(pos.max()) + 1
+    slot = torch.where(attention_mask, pos, width)  # padding goes to a spare column
+    idx = torch.arange(length, device=canvas.device).expand(b, length)
+    first = torch.full((b, width + 1), length, dtype=torch.long, device=canvas.device)
+    first.scatter_reduce_(1, slot, idx, reduce="amin")
+    first = first[:, :width]
+    filled = first < length
+    ids = canvas.gather(1, first.clamp(max=length - 1)).masked_fill(~filled, pad_id)
+    return ids, filled, pos.clamp(0, width - 1)
 
 
 def list_positions(canvas: torch.Tensor, open_id: int | None, sep_id: int, size: int) -> torch.Tensor:
