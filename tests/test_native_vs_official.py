@@ -114,8 +114,9 @@ def test_native_matches_the_official_code(tmp_path):
     assert report.ok, "\n" + report.table()
 
 
-def test_merge_stops_false_keeps_the_checkpoints_own_end_token_logits(tmp_path):
-    """What makes the engine reproduce LLaDA's generate(): end-of-turn logits not merged into EOS."""
+def test_by_default_the_net_keeps_the_checkpoints_own_end_token_logits(tmp_path):
+    """What makes .net.forward equal the official logits and the engine reproduce LLaDA's generate():
+    end-of-turn logits not merged into EOS unless merge_stops=true is asked for."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     try:
         import native_ckpt as nc
@@ -127,8 +128,8 @@ def test_merge_stops_false_keeps_the_checkpoints_own_end_token_logits(tmp_path):
     vocab = nc.vocabulary("llada")
     eos, eot = vocab["<|endoftext|>"], vocab["<|eot_id|>"]
     canvas = torch.tensor([[vocab["Copy"], vocab["the"], vocab["<|mdm_mask|>"], vocab["<|mdm_mask|>"]]])
-    merged = load_model(f"hf:{folder}", device="cpu", dtype="float32").net
-    own = load_model(f"hf:{folder}", device="cpu", dtype="float32", merge_stops="false").net
+    merged = load_model(f"hf:{folder}", device="cpu", dtype="float32", merge_stops="true").net
+    own = load_model(f"hf:{folder}", device="cpu", dtype="float32").net
     assert eot in merged.merge_ids and own.merge_ids == []
     a, b = merged.forward(canvas), own.forward(canvas)
     assert torch.isinf(a[..., eot]).all() and torch.isfinite(b[..., eot]).all()

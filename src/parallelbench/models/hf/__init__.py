@@ -70,19 +70,22 @@ def load(arg: str, **options: Any):
         from parallelbench.models.hf.adapter import apply_adapter
 
         apply_adapter(model, opts.adapter, spec=f"hf:{arg}")
-    if not opts.merge_stops:
-        _keep_stop_tokens(model, arg)
+    _stop_tokens(model, arg, opts.merge_stops)
     return model
 
 
-def _keep_stop_tokens(model: Any, arg: str) -> None:
-    """merge_stops=false: the net returns the checkpoint's logits with end-of-turn ids kept apart
-    from EOS (what LLaDA's reference generate() decodes from); the engine then commits them as
-    ordinary tokens, and answers are still cut at the first stop id."""
+def _stop_tokens(model: Any, arg: str, merge: bool) -> None:
+    """By default (merge_stops=false) the net returns the checkpoint's own logits, end-of-turn ids
+    kept apart from EOS (what the official code and LLaDA's reference generate() see); the engine
+    commits them as ordinary tokens and answers are cut at the first stop id. merge_stops=true
+    folds their probability into EOS (one end token for strategies that watch EOS)."""
     net = getattr(model, "net", None)
     if net is None or not hasattr(net, "merge_ids"):
-        raise HFModelError(f"'hf:{arg}': model option merge_stops applies to diffusion LMs (LLaDA, Dream) only")
-    net.merge_ids = []
+        if merge:
+            raise HFModelError(f"'hf:{arg}': model option merge_stops applies to diffusion LMs (LLaDA, Dream) only")
+        return
+    if not merge:
+        net.merge_ids = []
 
 
 def _remote_code_policy(arg: str, config: dict, family: str, opts: Any, native: str | None) -> Any:

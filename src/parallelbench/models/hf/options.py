@@ -32,7 +32,7 @@ class HFOptions:
     adapter: str | None = None  # dLLMs: a LoRA folder written by `parallelbench finetune` for this base
     # dLLMs: end-of-turn ids (<|eot_id|>, <|im_end|>) merged into EOS (one end token); false keeps the
     # checkpoint's own logits, as the families' reference generate() sees them
-    merge_stops: bool = True
+    merge_stops: bool = False  # LLaDA / Dream: merge end-of-turn ids into EOS (off: the checkpoint's own logits)
 
     def __post_init__(self) -> None:
         if self.cache is not None and self.cache not in CACHE_MODES:
