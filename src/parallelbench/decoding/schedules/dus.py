@@ -49,10 +49,18 @@ class DilatedUnmasking(Strategy):
     Options = DusOptions
     focus = "candidates"
 
+    def _level_of(self, view: StepView) -> tuple[torch.Tensor, int]:
+        """[G] group of each position and the number of groups, built once per shape."""
+        key = (view.block_length, view.gen_length, str(view.device))
+        cache = self.__dict__.setdefault("_levels", {})
+        if key not in cache:
+            levels = dus_levels(view.block_length)
+            offsets = torch.arange(view.gen_length) % view.block_length
+            cache[key] = (torch.tensor(levels)[offsets].to(view.device), max(levels) + 1)
+        return cache[key]
+
     def step(self, view: StepView) -> Decision:
-        levels = torch.tensor(dus_levels(view.block_length), device=view.device)
-        level_of = levels[torch.arange(view.gen_length, device=view.device) % view.block_length]
+        level_of, big = self._level_of(view)
         cand = view.candidates
-        big = int(levels.max().item()) + 1
-        current = torch.where(cand, level_of.unsqueeze(0), big).min(dim=1).values
+        current = torch.where(cand, level_of.unsqueeze(0), big).amin(dim=1)
         return Decision(commit=cand & (level_of.unsqueeze(0) == current.unsqueeze(1)))
