@@ -13,13 +13,14 @@ a row ends when nothing is masked. `DecodeResult.extra["edits"]` counts the rewr
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
 from parallelbench.decoding import selection
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
-from parallelbench.decoding.view import Decision, StepView
+from parallelbench.decoding.view import Decision, StepView, row_max, rows_of
 
 
 @dataclass
@@ -52,16 +53,31 @@ class EditThreshold(Strategy):
         edit = torch.zeros_like(pool)
         top = view.canvas
         r, p = pool.nonzero(as_tuple=True)
-        if r.numel():  # only the block's committed positions (no [N, V] probabilities: a log-sum-exp)
-            logits = view.logits[r, p].float()  # a copy: safe to edit
-            norm = logits.logsumexp(dim=-1)
+        if r.numel():  # only the block's committed positions, and the softmax only where the top changed
+            logits = rows_of(view.logits, r, p)  # a copy: safe to edit
+            if logits.dtype != torch.float32:
+                logits = logits.float()
             now = view.canvas[r, p]
-            p_now = torch.exp(logits.gather(-1, now.unsqueeze(-1)).squeeze(-1) - norm)
+            mask_logit = None
             if 0 <= view.mask_id < logits.shape[-1]:
+                mask_logit = logits[:, view.mask_id].clone()  # still part of the softmax's normaliser
                 logits[:, view.mask_id] = float("-inf")  # the mask token is never proposed
-            best_logit, best = logits.max(dim=-1)
-            p_top = torch.exp(best_logit - norm)
-            edit[r, p] = (best != now) & (p_top - p_now > o.edit_threshold)
+            best_logit, best = row_max(logits)
+            # p(top) - p(now) <= tanh((logit(top) - logit(now)) / 2) whatever the rest of the softmax,
+            # so only positions with a wide enough logit lead need the normaliser
+            lead = best_logit - logits.gather(-1, now.unsqueeze(-1)).squeeze(-1)
+            need = 2.0 * math.atanh(o.edit_threshold) if o.edit_threshold < 1.0 else math.inf
+            changed = ((best != now) & (lead > need)).nonzero(as_tuple=True)[0]
+            if changed.numel():
+                sub = logits.index_select(0, changed)
+                norm = sub.logsumexp(dim=-1)
+                if mask_logit is not None:
+                    norm = torch.logaddexp(norm, mask_logit.index_select(0, changed))
+                p_now = torch.exp(sub.gather(-1, now[changed].unsqueeze(-1)).squeeze(-1) - norm)
+                p_top = torch.exp(best_logit[changed] - norm)
+                flip = torch.zeros_like(best, dtype=torch.bool)
+                flip[changed] = p_top - p_now > o.edit_threshold
+                edit[r, p] = flip
             top = view.canvas.clone()
             top[r, p] = best
         view.state["extra_edits"] = view.state["extra_edits"] + edit.sum(dim=1)

@@ -17,7 +17,7 @@ import torch
 
 from parallelbench.decoding.presets import TopKOptions, TopKStrategy
 from parallelbench.decoding.strategy import option_error, register_strategy
-from parallelbench.decoding.view import Decision, StepView
+from parallelbench.decoding.view import Decision, StepView, row_max, rows_of
 
 
 @dataclass
@@ -34,12 +34,16 @@ def top2_gap(view: StepView, where: torch.Tensor) -> tuple[torch.Tensor, torch.T
     top = view.canvas.clone()
     r, p = where.nonzero(as_tuple=True)
     if r.numel():
-        logits = view.logits[r, p].float()  # a copy: safe to edit
+        logits = rows_of(view.logits, r, p)  # a copy: safe to edit
+        if logits.dtype != torch.float32:
+            logits = logits.float()
         if 0 <= view.mask_id < logits.shape[-1]:
             logits[:, view.mask_id] = float("-inf")
-        best = logits.topk(2, dim=-1)
-        gap[r, p] = (best.values[:, 0] - best.values[:, 1]).nan_to_num(nan=0.0, posinf=float("inf"))
-        top[r, p] = best.indices[:, 0]
+        first, index = row_max(logits)
+        logits.scatter_(-1, index.unsqueeze(-1), float("-inf"))
+        second = logits.amax(dim=-1)
+        gap[r, p] = (first - second).nan_to_num(nan=0.0, posinf=float("inf"))
+        top[r, p] = index
     return gap, top
 
 
