@@ -137,3 +137,37 @@ def test_lm_eval_command_line_scores_an_autoregressive_model_on_the_exported_tas
     data = json.loads(results[0].read_text())["results"]
     for name in ("parallelbench_waiting_line_copy", "parallelbench_puzzle_sudoku"):
         assert 0.0 <= data[name]["acc,none"] <= 1.0  # scored by our scorers through lm-eval's pipeline
+
+
+def test_an_lm_eval_task_of_its_own_runs_with_the_closed_vocabulary_tiny_model(tmp_path: Path, monkeypatch) -> None:
+    """A task defined from local files (not ours): words tiny never saw are left out and counted."""
+    rows = [{"question": "Repeat these names: Susan Fox, Philip Gray. Answer:", "answer": "Susan Fox, Philip Gray"},
+            {"question": "What is the capital of France? Answer:", "answer": "Paris"}]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "echo.yaml").write_text(
+        "task: pb_test_echo\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
+        f"    test: {json.dumps(str(data))}\ntest_split: test\noutput_type: generate_until\n"
+        "doc_to_text: \"{{question}}\"\ndoc_to_target: \"{{answer}}\"\n"
+        "generation_kwargs:\n  until: [\"\\n\"]\n  max_gen_toks: 16\n"
+        "metric_list:\n  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n"
+        "metadata:\n  version: 1.0\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    res = runner.invoke(app, ["lm-eval", "--model", "parallelbench",
+                              "--model_args", "model=tiny,strategy=confidence-topk,k=2",
+                              "--include_path", "tasks", "--tasks", "pb_test_echo", "--limit", "2",
+                              "--output_path", "out"])
+    assert res.exit_code == 0, res.output
+    assert list((tmp_path / "out").rglob("results_*.json"))
+
+
+def test_without_unknown_leaves_out_only_what_tiny_cannot_encode() -> None:
+    from parallelbench.models.registry import load_model
+
+    tok = load_model("tiny").tokenizer
+    text, dropped = tok.without_unknown("Susan Fox quantum Philip Gray")
+    assert dropped >= 1 and "quantum" not in text and text.startswith("Susan Fox")
+    tok.encode(text)  # encodes now
+    assert tok.without_unknown(text) == (text, 0)

@@ -100,6 +100,8 @@ class ParallelBenchLM(LM):
         self.mc_samples = int(mc_samples)
         self.stats_path = stats_path
         self.stats: list[dict[str, Any]] = []
+        self.dropped_words = 0  # words a closed-vocabulary model could not encode (left out)
+        self.trimmed_requests = 0
 
     @classmethod
     def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None) -> "ParallelBenchLM":
@@ -193,7 +195,31 @@ class ParallelBenchLM(LM):
         self._summary()
         return [o or "" for o in out]
 
+    def _fit_vocabulary(self, samples: list[Sample]) -> list[Sample]:
+        """A closed-vocabulary model (tiny) meets any lm-eval task's text: words it cannot encode
+        are left out of the prompt and counted (said in the summary line), instead of stopping
+        the evaluation."""
+        import dataclasses
+
+        clean = getattr(getattr(self.model, "tokenizer", None), "without_unknown", None)
+        if not callable(clean):
+            return samples
+        out = []
+        for sample in samples:
+            messages, dropped = [], 0
+            for m in sample.messages:
+                text, n = clean(str(m.get("content", "")))
+                dropped += n
+                messages.append({**m, "content": text})
+            if dropped:
+                self.dropped_words += dropped
+                self.trimmed_requests += 1
+                sample = dataclasses.replace(sample, messages=messages)
+            out.append(sample)
+        return out
+
     def _generate(self, samples: list[Sample], strategy, gen_length: int, seed: int) -> list[Generation]:
+        samples = self._fit_vocabulary(samples)
         try:
             return list(self.model.generate(samples, strategy, max_new_tokens=gen_length, seed=seed))
         except ValueError as exc:  # e.g. the tiny model meeting words outside its vocabulary
@@ -220,8 +246,12 @@ class ParallelBenchLM(LM):
         nfe = sum(s["nfe"] for s in self.stats)
         tokens = sum(s["num_tokens"] for s in self.stats)
         tps = tokens / nfe if nfe else 0.0
-        return (f"parallelbench: {n} requests, {nfe} model calls (mean NFE {nfe / n if n else 0:.1f}), "
+        line = (f"parallelbench: {n} requests, {nfe} model calls (mean NFE {nfe / n if n else 0:.1f}), "
                 f"{tokens} tokens, {tps:.2f} tokens per step ({self.model_spec}, {self.strategy_name})")
+        if self.dropped_words:
+            line += (f"; {self.dropped_words} words outside {self.model_spec}'s vocabulary left out of "
+                     f"{self.trimmed_requests} prompts")
+        return line
 
     def _summary(self) -> None:
         print(self.summary(), file=sys.stderr, flush=True)

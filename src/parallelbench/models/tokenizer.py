@@ -128,6 +128,30 @@ class WordTokenizer:
             )
         return ids
 
+    def without_unknown(self, text: str) -> tuple[str, int]:
+        """The text with the pieces this vocabulary cannot encode left out, and how many were.
+
+        For callers that must run on any text (an lm-eval task with words the tiny model never
+        saw); `encode` still refuses unknown words. Dropping can regroup instruction phrases,
+        so the check repeats until the text encodes."""
+        dropped = 0
+        for _ in range(8):
+            kept: list[str] = []
+            lost = 0
+            for run, mergeable in _runs(split_pieces(text, self.splitter), self.data_pieces):
+                if mergeable and "".join(run) in self.index:
+                    kept.extend(run)
+                    continue
+                for piece in run:
+                    if piece in self.index:
+                        kept.append(piece)
+                    else:
+                        lost += 1
+            text, dropped = "".join(kept), dropped + lost
+            if lost == 0:
+                break
+        return text, dropped
+
     def encode_prompt(self, text: str) -> list[int]:
         """A prompt as the model sees it: the text's ids, then [SEP] where the answer begins."""
         return self.encode(text) + [self.sep_id]
