@@ -106,13 +106,19 @@ def leaderboard(
                       "order them[/dim]", soft_wrap=True)
     task_columns = [c for c in aups.columns if c.startswith("AUP ")]
     if task_columns:
+        # tasks as rows and strategies as columns (numbered, named below): a dozen task names
+        # across the page would be cut to one letter each in a terminal
         per = Table(title="AUP per task (accuracy under parallelism, d3LLM leaderboard definition; y_max over the rows shown)")
-        per.add_column("strategy")
+        per.add_column("task")
+        names = [display_name(str(s)) for s in aups["strategy"]]
+        for i in range(len(names)):
+            per.add_column(f"S{i + 1}", justify="right")
         for column in task_columns:
-            per.add_column(escape(display_name(column[4:])), justify="right")
-        for _, row in aups.iterrows():
-            per.add_row(escape(display_name(row["strategy"])), *("–" if row[c] != row[c] else f"{row[c]:.1f}" for c in task_columns))
+            values = aups[column].tolist()
+            per.add_row(escape(display_name(column[4:])), *("–" if v != v else f"{v:.1f}" for v in values))
         console.print(per)
+        console.print("[dim]" + escape("; ".join(f"S{i + 1} = {n}" for i, n in enumerate(names))) + "[/dim]",
+                      soft_wrap=True)
 
 
 def _headline(row, name: str) -> str:
