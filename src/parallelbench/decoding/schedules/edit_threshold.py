@@ -69,12 +69,13 @@ class EditThreshold(Strategy):
             need = 2.0 * math.atanh(o.edit_threshold) if o.edit_threshold < 1.0 else math.inf
             changed = ((best != now) & (lead > need)).nonzero(as_tuple=True)[0]
             if changed.numel():
-                sub = logits.index_select(0, changed)
-                norm = sub.logsumexp(dim=-1)
-                if mask_logit is not None:
-                    norm = torch.logaddexp(norm, mask_logit.index_select(0, changed))
-                p_now = torch.exp(sub.gather(-1, now[changed].unsqueeze(-1)).squeeze(-1) - norm)
-                p_top = torch.exp(best_logit[changed] - norm)
+                # softmax mass relative to the top logit, in place on the gathered copy:
+                # p(top) = 1 / total, p(now) = exp(-lead) / total
+                lead_c, best_c = lead.index_select(0, changed), best_logit.index_select(0, changed)
+                total = logits.index_select(0, changed).sub_(best_c.unsqueeze(-1)).exp_().sum(dim=-1)
+                if mask_logit is not None:  # the mask token's share stays in the normaliser
+                    total = total + torch.exp(mask_logit.index_select(0, changed) - best_c)
+                p_top, p_now = total.reciprocal(), torch.exp(-lead_c) / total
                 flip = torch.zeros_like(best, dtype=torch.bool)
                 flip[changed] = p_top - p_now > o.edit_threshold
                 edit[r, p] = flip
