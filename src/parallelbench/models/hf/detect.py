@@ -24,20 +24,10 @@ _OLMO_FIELDS = ("d_model", "n_heads", "n_layers")  # LLaDA's OLMo-style config (
 
 
 def native_family(config: dict[str, Any]) -> str | None:
-    """'llada' or 'dream' when the checkpoint belongs to a family with a native implementation.
-
-    Delegates to `parallelbench.models.native.family_of` when that package is present;
-    otherwise reads the same facts: model_type "llada" (any case) or an OLMo-style
-    LLaDA config without a model_type, and model_type "Dream" (Dream 7B, DiffuCoder).
-    """
-    try:
-        from parallelbench.models.native import family_of
-    except ImportError:
-        return _native_family_from_fields(config)
-    return family_of(config)
-
-
-def _native_family_from_fields(config: dict[str, Any]) -> str | None:
+    """'llada' or 'dream' when the checkpoint belongs to a family with a native implementation
+    (`parallelbench.models.native`, which uses this same rule as its `family_of`): model_type
+    "llada" (any case) or an OLMo-style LLaDA config without a model_type, and model_type
+    "Dream" (Dream 7B, DiffuCoder). Read from the JSON alone, so it works without that package."""
     model_type = str(config.get("model_type") or "").lower()
     if model_type == "llada":
         return "llada"

@@ -15,24 +15,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from parallelbench.models.hf.detect import native_family as family_of  # one rule for both: read from config.json
 from parallelbench.models.native.errors import NativeCheckpointError
 
 __all__ = ["FAMILIES", "NativeCheckpointError", "family_of", "family_module", "load_native"]
 
 FAMILIES = ("llada", "dream")
-_OLMO_FIELDS = ("d_model", "n_heads", "n_layers")
-
-
-def family_of(config: dict[str, Any]) -> str | None:
-    """'llada' (model_type llada, or an OLMo-style config with a mask id), 'dream' (model_type Dream), or None."""
-    model_type = str(config.get("model_type") or "").lower()
-    if model_type == "llada":
-        return "llada"
-    if model_type == "dream":
-        return "dream"
-    if not model_type and all(isinstance(config.get(k), int) for k in _OLMO_FIELDS) and "mask_token_id" in config:
-        return "llada"
-    return None
 
 
 def family_module(family: str) -> Any:
