@@ -115,8 +115,10 @@ def test_score_uses_the_base_scorer_on_the_last_answer():
     assert score(s, f"{ANSWER_MARKER} {identity}").score == 0.0
     # an earlier right answer does not count when the last one is wrong
     assert score(s, f"{ANSWER_MARKER} {shuffled}\n{ANSWER_MARKER} {identity}").score == 0.0
-    # lenient vs strict carry over: prose around the list is lenient-only
-    r = score(s, f"{ANSWER_MARKER} the line is {shuffled} now")
+    # lenient vs strict carry over: a list without brackets is lenient-only
+    r = score(s, f"{ANSWER_MARKER} the line is {shuffled[1:-1]}")
+    assert r.components["lenient"] == 0.0 and r.components["strict"] == 0.0  # prose joins the first item
+    r = score(s, f"{ANSWER_MARKER} {shuffled[1:-1]}")
     assert r.components["lenient"] == 1.0 and r.components["strict"] == 0.0
     # a right list without the marker scores 0, with a reason
     r = score(s, shuffled)
