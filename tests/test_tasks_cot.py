@@ -155,9 +155,11 @@ def test_lm_eval_export_includes_cot_tasks(tmp_path):
     result = invoke("tasks", "export", "--format", "lm-eval", "--out", str(tmp_path / "lm"), "--tasks", PAPER_COT[0],
                     "--limit", "2")
     assert result.exit_code == 0, result.output
-    yaml = (tmp_path / "lm" / "parallelbench_waiting_line_shuffle_cot.yaml").read_text(encoding="utf-8")
+    folder = tmp_path / "lm" / "waiting_line"
+    yaml = (folder / "parallelbench_waiting_line_shuffle_cot.yaml").read_text(encoding="utf-8")
     assert "max_gen_toks: 256" in yaml
-    doc = json.loads((tmp_path / "lm" / "data" / "parallelbench_waiting_line_shuffle_cot.jsonl").read_text().splitlines()[0])
+    assert "until: []" in yaml  # the worked solution holds blank lines: no stop string may cut it
+    doc = json.loads((folder / "data" / "parallelbench_waiting_line_shuffle_cot.jsonl").read_text().splitlines()[0])
     assert doc["text"].endswith(TRIGGER) and "Step 1:" in doc["text"]
 
 
