@@ -366,3 +366,15 @@ def test_paper_values_are_the_reference_metrics():
         assert (r["score"], r["score_strict"]) == paper, form
     for form, text, inclusion, _ in W2S_FORMS:
         assert ref("sentence_to_words_score", text, {"words": WORDS})["inclusion_score"] == inclusion, form
+
+
+def test_a_scorer_without_a_paper_variant_scores_the_same_in_both_modes():
+    from parallelbench.scoring import Scores, get_scorer, register_scorer
+
+    @register_scorer("issue26_user_scorer")
+    def user(sample, output):
+        return Scores(float(output == "yes"), {"match": float(output == "yes")})
+
+    sample = _sample("issue26_user_scorer", {})
+    assert get_scorer("issue26_user_scorer", "paper") is user
+    assert score(sample, "yes", mode="paper").score == score(sample, "yes").score == 1.0

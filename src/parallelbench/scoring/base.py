@@ -45,6 +45,8 @@ def register_scorer(name: str, *, mode: str = "default") -> Callable[[Scorer], S
 
     def deco(fn: Scorer) -> Scorer:
         table[name] = fn
+        if table is _SCORERS:  # a new default scorer replaces the old one in both modes
+            _PAPER_SCORERS.pop(name, None)
         return fn
 
     return deco
