@@ -22,6 +22,8 @@ CONTRACT5_COLUMNS = [
     "model", "model_kind", "strategy", "strategy_kind", "params", "config", "task", "category",
     "sample_id", "seed", "output", "score", "scores", "nfe", "num_tokens", "tps", "tokens_per_step",
     "order", "token_texts", "wall_time", "versions", "created_at",
+    "dec_order_kendall", "dec_order_spearman", "dec_order_kendall_ignore_pad", "dec_order_spearman_ignore_pad",
+    "ar_local", "ar_global",
 ]
 
 

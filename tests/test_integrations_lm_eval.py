@@ -15,6 +15,7 @@ lm_eval = pytest.importorskip("lm_eval")
 
 from parallelbench.cli import app  # noqa: E402
 from parallelbench.integrations.lm_eval_tasks import doc_of, export_lm_eval, lm_eval_task_name  # noqa: E402
+from parallelbench.tasks import registry  # noqa: E402
 from parallelbench.tasks import get_task  # noqa: E402
 
 runner = CliRunner()
@@ -76,6 +77,13 @@ def _run_db_scores(tmp_path: Path, task: str, limit: int) -> dict[str, float]:
     return {str(r.sample_id): float(r.score) for r in frame.itertuples()}
 
 
+def _run_frame(tmp_path: Path):
+    from parallelbench.runner.store import ResultsStore
+
+    with ResultsStore(tmp_path / "run.db", create=False) as store:
+        return store.frame()
+
+
 def test_parallelbench_run_and_parallelbench_lm_eval_agree(tmp_path: Path, monkeypatch) -> None:
     task, limit = "waiting_line/shuffle", 6
     monkeypatch.chdir(tmp_path)
@@ -92,12 +100,23 @@ def test_parallelbench_run_and_parallelbench_lm_eval_agree(tmp_path: Path, monke
     assert logged, "lm-eval wrote no per-sample log"
     rows = [json.loads(line) for line in logged[0].read_text().splitlines() if line.strip()]
     assert len(rows) == limit
-    via_lm_eval = {json.loads(r["doc"]["parallelbench_sample"])["id"]: float(r["acc"]) for r in rows}
+    via_lm_eval = {json.loads(r["doc"]["parallelbench_sample"])["id"]: float(r["score"]) for r in rows}
     assert all(r["arguments"]["gen_args_0"]["arg_1"]["parallelbench"]["tokens_per_step"] == pytest.approx(2.0)
                for r in rows)  # NFE and tokens per step read back from lm-eval's own log
+    # the per-sample decoding metadata reached the task's metrics: 32 tokens at 2 per step
+    assert all(r["nfe"] == 16 and r["tokens_per_step"] == 2.0 and r["input_length"] > 0 for r in rows)
+    assert all(-1.0 <= r["dec_order_kendall_ignore_pad"] <= 1.0 for r in rows)
     via_run = _run_db_scores(tmp_path, task, limit)
     assert via_lm_eval == via_run
     assert 0.0 < sum(via_run.values()) < limit  # shuffle at k=2 is neither all right nor all wrong here
+    results = json.loads(next((tmp_path / "lm_out").rglob("results_*.json")).read_text())["results"][name]
+    assert results["score,none"] == pytest.approx(100 * sum(via_run.values()) / limit)  # 0..100
+    assert results["nfe,none"] == 16 and results["tokens_per_step,none"] == 2.0
+    frame = _run_frame(tmp_path)
+    for key in ("dec_order_kendall", "dec_order_spearman", "dec_order_kendall_ignore_pad", "dec_order_spearman_ignore_pad"):
+        mean = sum(r[key] for r in rows) / limit
+        assert results[f"{key},none"] == pytest.approx(mean)
+        assert mean == pytest.approx(frame[key].mean())  # the same decoding, the same order metrics
 
 
 def _tiny_causal_lm(folder: Path) -> Path:
@@ -126,17 +145,20 @@ def test_lm_eval_command_line_scores_an_autoregressive_model_on_the_exported_tas
     export_lm_eval(tasks, tmp_path / "pb_tasks", limit=2)
     model = _tiny_causal_lm(tmp_path / "tiny-llama")
     cmd = [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={model}",
-           "--include_path", str(tmp_path / "pb_tasks"), "--tasks",
-           "parallelbench_waiting_line_copy,parallelbench_puzzle_sudoku", "--limit", "2", "--device", "cpu",
-           "--gen_kwargs", "max_gen_toks=8", "--output_path", str(tmp_path / "out")]
+           "--include_path", str(tmp_path / "pb_tasks"), "--tasks", "parallelbench_all", "--limit", "2",
+           "--device", "cpu", "--gen_kwargs", "max_gen_toks=8", "--output_path", str(tmp_path / "out")]
     env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = list((tmp_path / "out").rglob("results_*.json"))
     assert results, proc.stdout[-2000:]
     data = json.loads(results[0].read_text())["results"]
-    for name in ("parallelbench_waiting_line_copy", "parallelbench_puzzle_sudoku"):
-        assert 0.0 <= data[name]["acc,none"] <= 1.0  # scored by our scorers through lm-eval's pipeline
+    for name in ("parallelbench_waiting_line_copy", "parallelbench_puzzles_sudoku_n4"):
+        for metric in ("score", "score_strict"):
+            assert 0.0 <= data[name][f"{metric},none"] <= 100.0  # scored by our scorers through lm-eval's pipeline
+        assert data[name]["nfe,none"] == 0.0  # lm-eval's hf model records no decoding metadata: zeros, as upstream
+    for group in ("parallelbench_all", "parallelbench_waiting_line", "parallelbench_puzzles"):
+        assert "score,none" in data[group], group
 
 
 def test_an_lm_eval_task_of_its_own_runs_with_the_closed_vocabulary_tiny_model(tmp_path: Path, monkeypatch) -> None:
@@ -171,3 +193,78 @@ def test_without_unknown_leaves_out_only_what_tiny_cannot_encode() -> None:
     assert dropped >= 1 and "quantum" not in text and text.startswith("Susan Fox")
     tok.encode(text)  # encodes now
     assert tok.without_unknown(text) == (text, 0)
+
+
+# ---- the rewrite's layout --------------------------------------------------------------------------
+
+REWRITE_NAMES = {
+    "puzzle/sudoku": "parallelbench_puzzles_sudoku_n4",
+    "puzzle/latin_square": "parallelbench_puzzles_latin_square_n4",
+    "text_writing/paraphrasing": "parallelbench_text_writing_paraphrasing",
+    "text_writing/summarization": "parallelbench_text_writing_summarization",
+    "text_writing/w2s_easy": "parallelbench_text_writing_words_to_sentence_easy",
+    "text_writing/w2s_medium": "parallelbench_text_writing_words_to_sentence_medium",
+    "text_writing/w2s_hard": "parallelbench_text_writing_words_to_sentence_hard",
+    **{f"waiting_line/{op}": f"parallelbench_waiting_line_{op}" for op in (
+        "copy", "sort", "reverse", "shuffle", "insert_index", "insert_random", "remove_index", "remove_random",
+        "replace_index", "replace_random")},
+}
+
+
+def test_task_names_are_the_rewrites():
+    assert {t: lm_eval_task_name(t) for t in REWRITE_NAMES} == REWRITE_NAMES
+
+
+def test_export_writes_the_rewrites_groups_stops_and_metrics(tmp_path: Path):
+    import yaml
+
+    paper = [t for t in registry().values() if t.in_paper]
+    assert {t.id for t in paper} == set(REWRITE_NAMES)
+    rows = export_lm_eval(paper, tmp_path, limit=1)
+    assert {name for name, _, _ in rows} == set(REWRITE_NAMES.values())
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
+    top = yaml.load((tmp_path / "_parallelbench.yaml").read_text(), Loader=Loader)
+    assert top["group"] == "parallelbench_all"
+    assert top["task"] == ["parallelbench_waiting_line", "parallelbench_text_writing", "parallelbench_puzzles"]
+    members = {}
+    for folder in ("waiting_line", "text_writing", "puzzles"):
+        group = yaml.load((tmp_path / folder / "_default.yaml").read_text(), Loader=Loader)
+        assert group["group"] == f"parallelbench_{folder}"
+        members[folder] = set(group["task"])
+    assert members["puzzles"] == {"parallelbench_puzzles_sudoku_n4", "parallelbench_puzzles_latin_square_n4"}
+    assert len(members["waiting_line"]) == 10 and len(members["text_writing"]) == 5
+    decoding = ["nfe", "tokens_per_step", "input_length", "output_length", "dec_order_kendall",
+                "dec_order_spearman", "dec_order_kendall_ignore_pad", "dec_order_spearman_ignore_pad"]
+    for name, path, count in rows:
+        cfg = yaml.load(path.read_text(), Loader=Loader)
+        assert cfg["task"] == name and count == 1
+        until = cfg["generation_kwargs"]["until"]
+        assert until == (["\n\n\n"] if "puzzles" in name else ["\n\n"])
+        metrics = [m["metric"] for m in cfg["metric_list"]]
+        assert metrics[0] == "score" and metrics[-8:] == decoding
+        if "text_writing" not in name:
+            assert metrics[:2] == ["score", "score_strict"]
+        scored = [m for m in cfg["metric_list"] if m["metric"] not in decoding]
+        assert all(m["aggregation"] == "!function utils.percent_mean" for m in scored)  # 0..100
+        assert (path.parent / "utils.py").exists() and (path.parent / cfg["dataset_kwargs"]["data_file"]).exists()
+
+
+def test_sample_metrics_of_an_exported_doc_use_the_recorded_metadata(monkeypatch):
+    from parallelbench.integrations import lm_eval_metrics as m
+
+    sample = get_task("puzzle/sudoku").samples(1)[0]
+    doc = doc_of(sample)
+    assert m.sample_metrics(doc, sample.answer) == {"score": 1.0, "score_strict": 1.0, **dict.fromkeys(m.DECODING_METRICS, 0.0)}
+    m.record(sample.id, m.decoding_metadata([0, 1, 2], [3], nfe=4, gen_length=64, input_length=10, output_length=3))
+    got = m.sample_metrics(doc, sample.answer)
+    assert (got["nfe"], got["tokens_per_step"], got["input_length"], got["output_length"]) == (4.0, 16.0, 10.0, 3.0)
+    assert got["dec_order_kendall"] == got["dec_order_kendall_ignore_pad"] == 1.0
+    monkeypatch.setenv("PARALLELBENCH_SCORING", "paper")
+    assert m.sample_metrics(doc, sample.answer)["score"] == 0.0  # the paper's metric: rows on lines only
+    monkeypatch.setenv("PARALLELBENCH_SCORING", "strict")
+    with pytest.raises(ValueError, match="valid: default, paper"):
+        m.sample_metrics(doc, sample.answer)

@@ -141,3 +141,83 @@ def test_an_outputs_folder_is_named_as_a_folder(files, tmp_path):
     _, tasks, _ = files
     result = runner.invoke(app, ["score", "--tasks", str(tasks), "--outputs", str(tmp_path)])
     assert result.exit_code == 2 and "is a folder" in result.output
+
+
+# ---- scoring modes and rescoring a results database ------------------------------------------
+
+
+def test_scoring_paper_follows_the_papers_metric(files):
+    tmp, tasks, outputs = files
+    one_line = _write_jsonl(tmp / "one_line.jsonl", [{"id": "puzzle/sudoku/0", "output": "1342 2431 4123 3214"}])
+    scores = {}
+    for mode in ("default", "paper"):
+        out = tmp / f"{mode}.jsonl"
+        result = runner.invoke(app, ["score", "--tasks", str(tasks), "--outputs", str(one_line), "--scoring", mode,
+                                     "--per-sample", str(out)])
+        assert result.exit_code == 0, result.output
+        assert f"{mode} scoring" in result.output
+        scores[mode] = json.loads(out.read_text(encoding="utf-8"))["score"]
+    assert scores == {"default": 1.0, "paper": 0.0}  # the paper's metric reads grid rows from lines only
+
+
+@pytest.mark.parametrize("value", ["strict", "Paper", ""])
+def test_unknown_scoring_mode_is_one_line(files, value):
+    _, tasks, outputs = files
+    result = runner.invoke(app, ["score", "--tasks", str(tasks), "--outputs", str(outputs), "--scoring", value])
+    assert result.exit_code == 2
+    lines = [x for x in result.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and "--scoring must be one of default, paper" in lines[0], result.output
+
+
+def _stored_db(path: Path) -> Path:
+    """A results database as `parallelbench run` writes it, built by hand (no decoding)."""
+    from parallelbench.runner.store import ResultsStore
+    from parallelbench.runner.units import task_data_version
+    from parallelbench.scoring import score
+    from parallelbench.tasks import get_task
+
+    rows = []
+    for task_id, outputs in (("waiting_line/sort", None), ("puzzle/sudoku", None)):
+        task = get_task(task_id)
+        for i, sample in enumerate(task.samples(3)):
+            text = sample.answer if i < 2 else "no answer"
+            rows.append({
+                "model": "tiny", "model_kind": "diffusion", "strategy": "confidence-topk", "strategy_kind": "topk",
+                "params": '{"k":1}', "config": "confidence-topk[k=1]", "task": task_id, "category": task.category,
+                "sample_id": sample.id, "seed": 0, "output": text, "score": score(sample, text).score,
+                "scores": "{}", "nfe": 4, "num_tokens": 4, "tps": 1.0, "tokens_per_step": "[1,1,1,1]",
+                "order": "[0,1,2,3]", "token_texts": "[]", "wall_time": 0.1,
+                "versions": json.dumps({"data": task_data_version(task)}), "created_at": "2026-01-01T00:00:00",
+            })
+    rows.append({**rows[0], "task": "waiting_line/sort", "sample_id": "waiting_line/sort/0", "seed": 1,
+                 "versions": json.dumps({"data": "other-settings"})})
+    with ResultsStore(path) as store:
+        store.write(rows)
+    return path
+
+
+def test_rescoring_a_database_under_both_modes(tmp_path):
+    db = _stored_db(tmp_path / "run.db")
+    for mode, expected in (("default", {"waiting_line/sort": 2 / 3, "puzzle/sudoku": 2 / 3}),
+                           ("paper", {"puzzle/sudoku": 0.0})):
+        out = tmp_path / f"{mode}.jsonl"
+        result = runner.invoke(app, ["score", "--db", str(db), "--scoring", mode, "--per-sample", str(out)])
+        assert result.exit_code == 0, result.output
+        assert "1 stored row(s) of 1 task(s) (waiting_line/sort) were not rescored" in " ".join(result.output.split())
+        rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+        assert len(rows) == 6 and all(r["scoring"] == mode for r in rows)
+        for task, mean in expected.items():
+            got = [r["score"] for r in rows if r["task"] == task]
+            assert sum(got) / len(got) == pytest.approx(mean), (mode, task)
+        stored = {(r["task"], r["sample_id"]): r["stored"] for r in rows}
+        assert stored[("puzzle/sudoku", "puzzle/sudoku/0")] == 1.0  # the database itself is not changed
+
+
+def test_rescoring_errors_are_one_line(tmp_path, files):
+    _, tasks, outputs = files
+    missing = runner.invoke(app, ["score", "--db", str(tmp_path / "none.db")])
+    assert missing.exit_code == 2 and "no results database" in missing.output
+    both = runner.invoke(app, ["score", "--db", str(tmp_path / "none.db"), "--outputs", str(outputs)])
+    assert both.exit_code == 2 and "either --db" in both.output
+    neither = runner.invoke(app, ["score", "--tasks", str(tasks)])
+    assert neither.exit_code == 2 and "--db" in neither.output

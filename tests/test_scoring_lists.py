@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from parallelbench.scoring import score
-from parallelbench.scoring.parse import last_bracketed, parse_list_lenient, parse_list_strict
+from parallelbench.scoring.parse import list_region, parse_list_lenient, parse_list_strict
 from parallelbench.tasks.base import Sample
 
 NAMES = ["Susan Fox", "Philip Gray", "Maria Butler"]
@@ -29,16 +29,18 @@ def fmt(items: list[str]) -> str:
     [
         ('["Susan Fox", "Philip Gray"]', ["Susan Fox", "Philip Gray"]),
         ("[Susan Fox, Philip Gray]", ["Susan Fox", "Philip Gray"]),
-        ("['Susan Fox','Philip Gray']", ["Susan Fox", "Philip Gray"]),
-        ("Sure! Here it is:\n[\u201cSusan Fox\u201d, \u201cPhilip Gray\u201d]\nDone.", ["Susan Fox", "Philip Gray"]),
+        ("['Susan Fox','Philip Gray']", ["'Susan Fox'", "'Philip Gray'"]),  # only double quotes are stripped
+        ("Sure! Here it is:\n[\u201cSusan Fox\u201d]\nDone.", ["\u201cSusan Fox\u201d"]),
         ('First [1, 2] then ["A", "B"] at last', ["A", "B"]),
         ('[["A", "B"]]', ["A", "B"]),
         ('["A",  "B",]', ["A", "B"]),
-        ('[  "Susan   Fox" ]', ["Susan Fox"]),
+        ('[  "Susan   Fox" ]', ["Susan   Fox"]),  # inner spaces are kept
         ("[]", []),
-        ('["A", "B"', None),
-        ("no list at all", None),
-        ("] [", None),
+        ('["A", "B"', ["A", "B"]),  # no closing bracket: the rest of the output
+        ('"A", "B"', ["A", "B"]),  # no brackets at all
+        ("no list at all", ["no list at all"]),
+        ("] [", []),
+        ('[\n  "A",\n  "B"\n]', ['\n  "A', '\n  "B"\n']),  # newlines are not stripped
     ],
 )
 def test_lenient_parse(text, expected):
@@ -50,14 +52,16 @@ def test_lenient_parse(text, expected):
     [
         ('["Susan Fox", "Philip Gray"]', ["Susan Fox", "Philip Gray"]),
         ('  ["A"]\n', ["A"]),
-        ("[]", []),
+        ("[]", None),  # nothing inside is not a list of quoted items
         ("[Susan Fox, Philip Gray]", None),  # quotes required
         ('["A","B"]', None),  # separator must be ", "
-        ('Answer: ["A", "B"]', None),  # no prose
-        ('["A", "B"] ok', None),
+        ('Answer: ["A", "B"]', ["A", "B"]),  # prose around the brackets does not matter
+        ('["A", "B"] ok', ["A", "B"]),
+        ('"A", "B"', None),  # brackets required
+        ('["A", "B"', None),
         ("['A', 'B']", None),
         ('["A" , "B"]', None),
-        ('[" A", "B"]', None),
+        ('[" A", "B"]', [" A", "B"]),
         ('["A"B", "C"]', None),
         ('[""]', [""]),
     ],
@@ -66,10 +70,11 @@ def test_strict_parse(text, expected):
     assert parse_list_strict(text) == expected
 
 
-def test_last_bracketed_picks_the_final_pair():
-    assert last_bracketed("[a] and [b]") == "b"
-    assert last_bracketed("[a] and [b") == "a"
-    assert last_bracketed("nothing") is None
+def test_list_region_is_after_the_last_open_and_before_the_next_close():
+    assert list_region("[a] and [b]") == "b"
+    assert list_region("[a] and [b") == "b"
+    assert list_region("a] and b]") == "a"
+    assert list_region("nothing") == "nothing"
 
 
 # ------------------------------------------------------------------ exact
@@ -80,7 +85,9 @@ def test_exact_match_lenient_and_strict():
     good = fmt(list(reversed(NAMES)))
     assert score(s, good).components == {"lenient": 1.0, "strict": 1.0}
     prose = "The reversed line is " + good + "."
-    result = score(s, prose)
+    assert score(s, prose).components == {"lenient": 1.0, "strict": 1.0}  # strict reads inside the brackets
+    bare = good[1:-1]
+    result = score(s, bare)
     assert (result.score, result.components["lenient"], result.components["strict"]) == (1.0, 1.0, 0.0)
     assert score(s, fmt(NAMES)).score == 0.0
     assert score(s, fmt(list(reversed(NAMES))[:-1])).score == 0.0
@@ -104,6 +111,7 @@ def test_shuffle_accepts_every_other_permutation():
 def test_shuffle_without_must_differ_accepts_identity():
     s = sample("list_shuffle", input=NAMES, must_differ=False)
     assert score(s, fmt(NAMES)).score == 1.0
+    assert score(s, fmt(NAMES), mode="paper").score == 0.0  # the paper's metric always needs a new order
 
 
 @pytest.mark.parametrize(

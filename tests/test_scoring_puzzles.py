@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from parallelbench.scoring import score
-from parallelbench.scoring.parse import whitespace_tokens
+from parallelbench.scoring.parse import one_line_grid
 from parallelbench.scoring.puzzles import is_latin_square, is_valid_sudoku
 from parallelbench.tasks.base import Sample
 
@@ -28,9 +28,10 @@ def sudoku(puzzle=PUZZLE, solution=SOLUTION) -> Sample:
     return Sample("p/1", "puzzle/sudoku", "", [], SOLUTION, "sudoku", data)
 
 
-def test_whitespace_tokens_glue_commas():
-    assert whitespace_tokens("H, 4,A ,C 4,C,H,A") == ["H,4,A,C", "4,C,H,A"]
-    assert whitespace_tokens("a ,\n b") == ["a,b"]
+def test_one_line_grid_needs_exactly_size_rows():
+    assert one_line_grid("ab cd", 2, lambda t: len(t) == 2) == ["ab", "cd"]
+    assert one_line_grid("ab cd ef", 2, lambda t: len(t) == 2) is None
+    assert one_line_grid("ab c", 2, lambda t: len(t) == 2) is None
 
 
 # ------------------------------------------------------------------ Latin square
@@ -41,10 +42,11 @@ def test_whitespace_tokens_glue_commas():
     [
         (SQUARE, 1.0, 1.0),
         (SQUARE.replace(" ", "\n"), 1.0, 1.0),
-        ("H, 4, A, C\n4, C, H, A\nC, A, 4, H\nA, H, C, 4", 1.0, 0.0),
-        ("Here is the square:\nH4AC\n4CHA\nCA4H\nAHC4\nHope this helps!", 1.0, 0.0),
-        ("H 4 A C\n4 C H A\nC A 4 H\nA H C 4", 1.0, 0.0),
-        (SQUARE + " H,4,A,C", 1.0, 0.0),  # extra row: first four rows judged, strict fails
+        ("H, 4, A, C\n4, C, H, A\nC, A, 4, H\nA, H, C, 4", 1.0, 1.0),  # cells are stripped
+        ("Here is the square:\nH4AC\n4CHA\nCA4H\nAHC4\nHope this helps!", 0.0, 0.0),  # no commas
+        ("H 4 A C\n4 C H A\nC A 4 H\nA H C 4", 0.0, 0.0),
+        (SQUARE.replace(" ", "\n") + "\nH,4,A,C", 1.0, 1.0),  # extra row: the first four rows are judged
+        (SQUARE + " H,4,A,C", 0.0, 0.0),  # five rows on one line are not the one-line layout
         ("H,4,A,C 4,C,H,A C,A,4,H", 0.0, 0.0),  # three rows
         ("H,4,A,C H,4,A,C C,A,4,H A,H,C,4", 0.0, 0.0),  # repeated row: columns break
         ("H,4,A,B 4,B,H,A B,A,4,H A,H,B,4", 0.0, 0.0),  # wrong symbol set
@@ -91,14 +93,15 @@ def test_is_latin_square_checks_columns():
     [
         (SOLUTION, 1.0, 1.0),
         (SOLUTION.replace(" ", "\n"), 1.0, 1.0),
-        ("Output: 1342 2431 4123 3214", 1.0, 0.0),
+        ("Output: 1342 2431 4123 3214", 0.0, 0.0),  # prose on the grid's line
+        ("Output:\n" + SOLUTION.replace(" ", "\n"), 1.0, 0.0),
         ("1 3 4 2\n2 4 3 1\n4 1 2 3\n3 2 1 4", 1.0, 0.0),
         ("1,3,4,2\n2,4,3,1\n4,1,2,3\n3,2,1,4", 1.0, 0.0),
-        ("1342, 2431, 4123, 3214", 1.0, 0.0),
+        ("1342, 2431, 4123, 3214", 0.0, 0.0),  # sixteen digits on one line, not four rows
         ("| 1 3 | 4 2 |\n| 2 4 | 3 1 |\n| 4 1 | 2 3 |\n| 3 2 | 1 4 |", 1.0, 0.0),
         ("1342 2431 4123 3241", 0.0, 0.0),  # last row wrong
         ("1342 2431 4123", 0.0, 0.0),
-        ("１３４２ ２４３１ ４１２３ ３２１４", 0.0, 0.0),  # full-width digits are not digits here
+        ("１３４２\n２４３１\n４１２３\n３２１４", 1.0, 1.0),  # full-width digits are digits
         ("", 0.0, 0.0),
     ],
 )

@@ -54,7 +54,8 @@ TABLE = [
     # real sentences
     ("I love to throw the ball for my dog at the park.", 1.0, "ok"),
     ("In the park, I throw the ball and my dog runs after it!", 1.0, "ok"),
-    ('"Throw the ball to my dog," she said at the park.', 1.0, "ok"),
+    ('"Throw the ball to my dog," she said at the park.', 0.0, "ok"),  # "Throw": inclusion is case-sensitive
+    ('"Let us throw the ball to my dog," she said at the park.', 1.0, "ok"),
     ("Did you throw the ball for the dog at the park?", 1.0, "ok"),
     ("After school, we throw a ball to my dog in the park.", 1.0, "ok"),
 ]
@@ -71,16 +72,16 @@ def test_adversarial_table(answer: str, expected: float, rule: str) -> None:
     assert time.perf_counter() - start < 5.0  # a 1 MB answer is rejected, not parsed for long
     assert result.score == expected, result
     assert result.meta["sentence_rule"] == rule
-    assert set(result.components) == {"grammar", "inclusion", "sentence", "inclusion_substring"}
+    assert set(result.components) == {"grammar", "inclusion", "sentence", "inclusion_word"}
     if expected:
         assert result.components["grammar"] == result.components["inclusion"] == result.components["sentence"] == 1.0
 
 
-def test_word_lists_keep_the_release_substring_inclusion_as_a_secondary_number() -> None:
-    """The loophole answers still report the release's substring inclusion: only the main metric changes."""
+def test_word_lists_keep_full_inclusion_and_fail_only_the_sentence_rule() -> None:
+    """The loophole answers include every word (both inclusion tests): only the sentence rule fails them."""
     for answer in ("dog park ball throw", "dog, park, ball, throw."):
         result = score(w2s(WORDS), answer)
-        assert result.components["inclusion_substring"] == 1.0 and result.components["inclusion"] == 1.0
+        assert result.components["inclusion_word"] == 1.0 and result.components["inclusion"] == 1.0
         assert result.score == 0.0
 
 

@@ -49,18 +49,19 @@ def test_w2s_components_and_product():
     words = ["dog", "park", "ball", "throw"]
     good = score(w2s(words), "I love to throw the ball for my dog at the park.")
     assert good.score == 1.0
-    assert good.components == {"grammar": 1.0, "inclusion": 1.0, "sentence": 1.0, "inclusion_substring": 1.0}
+    assert good.components == {"grammar": 1.0, "inclusion": 1.0, "sentence": 1.0, "inclusion_word": 1.0}
     assert good.meta["sentence_rule"] == "ok"
     assert good.meta["grammar_backend"] == "harper"
 
-    # Case-insensitive whole words pass inclusion; the release's substring test is case-sensitive.
+    # inclusion is the paper metric's case-sensitive substring test; inclusion_word ignores case.
     capital = score(w2s(words), "Dog owners throw a ball in the park.")
-    assert (capital.components["inclusion"], capital.components["inclusion_substring"]) == (1.0, 0.0)
+    assert (capital.components["inclusion"], capital.components["inclusion_word"]) == (0.0, 1.0)
+    assert capital.score == 0.0
 
-    # A longer word passes the substring test only.
+    # A longer word passes the substring test only; the headline follows inclusion.
     inflected = score(w2s(words), "My dog was throwing a ball in the park.")
-    assert (inflected.components["inclusion"], inflected.components["inclusion_substring"]) == (0.0, 1.0)
-    assert inflected.score == 0.0
+    assert (inflected.components["inclusion"], inflected.components["inclusion_word"]) == (1.0, 0.0)
+    assert inflected.score == inflected.components["grammar"] * inflected.components["sentence"]
 
     ungrammatical = score(w2s(words), "The the dog throw ball park.")
     assert ungrammatical.components["inclusion"] == 1.0

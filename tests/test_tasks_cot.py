@@ -115,8 +115,10 @@ def test_score_uses_the_base_scorer_on_the_last_answer():
     assert score(s, f"{ANSWER_MARKER} {identity}").score == 0.0
     # an earlier right answer does not count when the last one is wrong
     assert score(s, f"{ANSWER_MARKER} {shuffled}\n{ANSWER_MARKER} {identity}").score == 0.0
-    # lenient vs strict carry over: prose around the list is lenient-only
-    r = score(s, f"{ANSWER_MARKER} the line is {shuffled} now")
+    # lenient vs strict carry over: a list without brackets is lenient-only
+    r = score(s, f"{ANSWER_MARKER} the line is {shuffled[1:-1]}")
+    assert r.components["lenient"] == 0.0 and r.components["strict"] == 0.0  # prose joins the first item
+    r = score(s, f"{ANSWER_MARKER} {shuffled[1:-1]}")
     assert r.components["lenient"] == 1.0 and r.components["strict"] == 0.0
     # a right list without the marker scores 0, with a reason
     r = score(s, shuffled)
@@ -153,9 +155,11 @@ def test_lm_eval_export_includes_cot_tasks(tmp_path):
     result = invoke("tasks", "export", "--format", "lm-eval", "--out", str(tmp_path / "lm"), "--tasks", PAPER_COT[0],
                     "--limit", "2")
     assert result.exit_code == 0, result.output
-    yaml = (tmp_path / "lm" / "parallelbench_waiting_line_shuffle_cot.yaml").read_text(encoding="utf-8")
+    folder = tmp_path / "lm" / "waiting_line"
+    yaml = (folder / "parallelbench_waiting_line_shuffle_cot.yaml").read_text(encoding="utf-8")
     assert "max_gen_toks: 256" in yaml
-    doc = json.loads((tmp_path / "lm" / "data" / "parallelbench_waiting_line_shuffle_cot.jsonl").read_text().splitlines()[0])
+    assert "until: []" in yaml  # the worked solution holds blank lines: no stop string may cut it
+    doc = json.loads((folder / "data" / "parallelbench_waiting_line_shuffle_cot.jsonl").read_text().splitlines()[0])
     assert doc["text"].endswith(TRIGGER) and "Step 1:" in doc["text"]
 
 

@@ -15,7 +15,10 @@ statistics); any other argument is passed to the model loader (e.g. ``threads=2`
 
 Each request's NFE and tokens per step are written into its generation kwargs under the
 key ``parallelbench`` (so lm-eval's ``--log_samples`` output shows them in ``arguments``),
-appended to ``stats_path`` when given, and summed up in one summary line on stderr.
+appended to ``stats_path`` when given, and summed up in one summary line on stderr. For a
+task exported by ``parallelbench tasks export --format lm-eval`` the request's decoding
+metadata (NFE, tokens per step, input and output length, decoding-order correlations) is
+also handed to the task's metrics (`lm_eval_metrics.py`), as the rewrite's dllm wrappers do.
 
 ``loglikelihood`` on a diffusion model uses the Monte-Carlo masked estimate of LLaDA
 (Nie et al. 2025, eq. 6 / appendix B.6): draw l uniformly from 1..L, mask l of the L
@@ -35,6 +38,7 @@ import lm_eval.models  # noqa: F401  (fills lm-eval's registry first: it only la
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
+from parallelbench.integrations.lm_eval_metrics import decoding_metadata, record
 from parallelbench.models.base import Generation
 from parallelbench.tasks.base import Sample
 
@@ -188,10 +192,11 @@ class ParallelBenchLM(LM):
             strategy, canvas = self._strategy_for(length, temperature)
             for start in range(0, len(members), self.batch):
                 chunk = members[start : start + self.batch]
-                gens = self._generate([prepared[i][0] for i in chunk], strategy, canvas, self.seed + chunk[0])
-                for i, gen in zip(chunk, gens):
+                samples = self._fit_vocabulary([prepared[i][0] for i in chunk])
+                gens = self._generate(samples, strategy, canvas, self.seed + chunk[0])
+                for i, sample, gen in zip(chunk, samples, gens):
                     out[i] = _cut_at_stops(gen.text, prepared[i][1])
-                    self._record(requests[i], gen)
+                    self._record(requests[i], gen, canvas, self._input_length(sample))
         self._summary()
         return [o or "" for o in out]
 
@@ -218,23 +223,36 @@ class ParallelBenchLM(LM):
             out.append(sample)
         return out
 
+    def _input_length(self, sample: Sample) -> int:
+        """Prompt tokens as the model sees them (0 when its tokenizer cannot say)."""
+        encode = getattr(getattr(self.model, "tokenizer", None), "encode_chat", None)
+        try:
+            return len(encode(sample.messages)) if callable(encode) else 0
+        except Exception:  # noqa: BLE001  (a statistic, never a reason to stop the evaluation)
+            return 0
+
     def _generate(self, samples: list[Sample], strategy, gen_length: int, seed: int) -> list[Generation]:
-        samples = self._fit_vocabulary(samples)
         try:
             return list(self.model.generate(samples, strategy, max_new_tokens=gen_length, seed=seed))
         except ValueError as exc:  # e.g. the tiny model meeting words outside its vocabulary
             raise ParallelBenchLMError(" ".join(str(exc).split())) from None
 
-    def _record(self, req, gen: Generation) -> None:
+    def _record(self, req, gen: Generation, gen_length: int, input_length: int) -> None:
         stats = {
             "nfe": int(gen.nfe),
             "num_tokens": int(gen.num_tokens),
-            "tokens_per_step": (gen.num_tokens / gen.nfe) if gen.nfe else 0.0,
+            "tokens_per_step": (gen_length / gen.nfe) if gen.nfe else 0.0,  # the rewrite's: length / NFE
             "steps": [int(x) for x in gen.tokens_per_step],
         }
         kwargs = req.args[1] if len(req.args) > 1 and isinstance(req.args[1], dict) else None
         if kwargs is not None:  # lm-eval deep-copies kwargs per request: this is this request's log entry
             kwargs["parallelbench"] = {k: v for k, v in stats.items() if k != "steps"}
+        doc = getattr(req, "doc", None)
+        if isinstance(doc, dict) and doc.get("parallelbench_sample") and doc.get("id") is not None:
+            record(doc["id"], decoding_metadata(
+                gen.order, (gen.extra or {}).get("pad_order"), nfe=int(gen.nfe), gen_length=gen_length,
+                input_length=input_length, output_length=max(len(gen.order), len(gen.token_texts)),
+            ))
         row = {"task": getattr(req, "task_name", None), "doc_id": getattr(req, "doc_id", None), **stats}
         self.stats.append(row)
         if self.stats_path:

@@ -154,5 +154,6 @@ class DiffusionTextModel:
             token_texts=list(self.tokenizer.token_texts(kept)),
             num_tokens=res.num_committed,
             wall_time=wall_time,
-            extra={"eos_index": cut, **res.extra},
+            # steps of the positions from the first EOS on, for the whole-generation order metrics
+            extra={"eos_index": cut, "pad_order": list(res.order[cut:]), **res.extra},
         )

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
+from parallelbench.scoring.order import ORDER_COLUMNS, order_metrics
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -50,6 +52,7 @@ COLUMNS: tuple[str, ...] = (
     "wall_time",
     "versions",
     "created_at",
+    *ORDER_COLUMNS,  # decoding order vs left to right, from `order` (scoring/order.py); added to older files on open
 )
 # Columns holding JSON text (export can expand them).
 JSON_COLUMNS: tuple[str, ...] = ("params", "scores", "tokens_per_step", "order", "token_texts", "versions")
@@ -69,6 +72,7 @@ _TYPES = {
     "num_tokens": "INTEGER",
     "tps": "REAL",
     "wall_time": "REAL",
+    **{c: "REAL" for c in ORDER_COLUMNS},
 }
 _NOT_NULL = {"model", "strategy", "params", "task", "sample_id"}
 
@@ -290,6 +294,7 @@ class ResultsStore:
             if self._has_table() and not self._has_status():
                 self._migrate_v1()
             self._conn.execute(_schema())
+            self._add_order_columns()
             self._conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             self._conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
@@ -311,17 +316,35 @@ class ResultsStore:
         """v1 -> v2 inside the open transaction: rebuild the table with the new key, every old
         row kept as 'ok' with the provenance its recorded versions give (so an unchanged
         setup keeps reusing it)."""
-        cols = ", ".join(_q(c) for c in COLUMNS)
+        old = {r[1] for r in self._conn.execute("PRAGMA table_info(results)")}
+        present = [c for c in COLUMNS if c in old]
+        cols = ", ".join(_q(c) for c in present)
         self._conn.execute("ALTER TABLE results RENAME TO results_v1")
         self._conn.execute(_schema())
         rows = self._conn.execute(f"SELECT id, {cols} FROM results_v1 ORDER BY id").fetchall()
         self._conn.executemany(
             f"INSERT INTO results (id, {cols}, status, error, provenance) "
-            f"VALUES (?, {', '.join('?' for _ in COLUMNS)}, 'ok', NULL, ?)",
-            [(r[0], *r[1:], row_provenance(dict(zip(COLUMNS, r[1:])))) for r in rows],
+            f"VALUES (?, {', '.join('?' for _ in present)}, 'ok', NULL, ?)",
+            [(r[0], *r[1:], row_provenance(dict(zip(present, r[1:])))) for r in rows],
         )
         self._conn.execute("DROP TABLE results_v1")
         self._status_known = True
+
+    def _add_order_columns(self) -> None:
+        """Inside the open transaction: add the order-metric columns a file written before them
+        lacks, computed for its rows from their stored `order`."""
+        names = {r[1] for r in self._conn.execute("PRAGMA table_info(results)")}
+        missing = [c for c in ORDER_COLUMNS if c not in names]
+        for c in missing:
+            self._conn.execute(f"ALTER TABLE results ADD COLUMN {_q(c)} REAL")
+        if missing:
+            rows = self._conn.execute('SELECT id, "order" FROM results').fetchall()
+            sets = ", ".join(f"{_q(c)} = ?" for c in missing)
+            self._conn.executemany(
+                f"UPDATE results SET {sets} WHERE id = ?",
+                [(*(_order_metrics_of({"order": r[1]})[c] for c in missing), r[0]) for r in rows],
+            )
+        self._columns = None
 
     def _rollback(self) -> None:
         """Roll back if a transaction is still open; a failed rollback must not hide the first error."""
@@ -383,6 +406,7 @@ class ResultsStore:
                 raise StoreError(f"a result row lacks its key column(s) {missing}; nothing of this batch was written")
         cols = COLUMNS + STATUS_COLUMNS
         defaults = {"status": "ok", "provenance": ""}
+        rows = [r if all(c in r for c in ORDER_COLUMNS) else {**_order_metrics_of(r), **r} for r in rows]
         values = [tuple(_to_sql({**defaults, **{k: v for k, v in r.items() if v is not None}}, c) for c in cols)
                   for r in rows]
         updates = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in cols if c not in _UNIQUE)
@@ -464,11 +488,17 @@ class ResultsStore:
         """The finished rows as dicts of the contract-5 columns, in insertion order (see `_where`)."""
         if not self._has_table():
             return
+        if getattr(self, "_columns", None) is None:
+            self._columns = {r[1] for r in self._conn.execute("PRAGMA table_info(results)")}
+        present = [c for c in COLUMNS if c in self._columns]  # a file opened read-only may predate some
         cur = self._conn.execute(
-            f"SELECT {', '.join(_q(c) for c in COLUMNS)} FROM results{self._where(all_versions)} ORDER BY id"
+            f"SELECT {', '.join(_q(c) for c in present)} FROM results{self._where(all_versions)} ORDER BY id"
         )
         for r in cur:
-            yield dict(zip(COLUMNS, r))
+            row = dict(zip(present, r))
+            if len(present) < len(COLUMNS):
+                row = {c: row.get(c) for c in COLUMNS} | {k: v for k, v in _order_metrics_of(row).items() if k not in present}
+            yield row
 
     def frame(self, *, all_versions: bool = False) -> "pd.DataFrame":
         """The pandas DataFrame of contract 5: what analysis reads (failed rows are never in it)."""
@@ -479,6 +509,20 @@ class ResultsStore:
         except (sqlite3.DatabaseError, OSError) as exc:
             raise _unusable(self.path, exc) from None
         return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def _order_metrics_of(row: dict[str, Any]) -> dict[str, float | None]:
+    """The order-metric columns of a row from its `order` (JSON text or list) and, when the
+    runner passes it, `pad_order` (the steps of the positions after the first EOS)."""
+    def steps(value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                return None
+        return value if isinstance(value, list) else None
+
+    return order_metrics(steps(row.get("order")), steps(row.get("pad_order")))
 
 
 def _to_sql(row: dict[str, Any], col: str) -> Any:

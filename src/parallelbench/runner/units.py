@@ -287,6 +287,7 @@ class UnitRunner:
                     "tps": (gen.num_tokens / gen.nfe) if gen.nfe else 0.0,
                     "tokens_per_step": json.dumps([int(x) for x in gen.tokens_per_step]),
                     "order": json.dumps([int(x) for x in gen.order]),
+                    "pad_order": (gen.extra or {}).get("pad_order"),  # not stored: feeds the order metrics (store.py)
                     "token_texts": json.dumps(list(gen.token_texts), ensure_ascii=False),
                     "wall_time": float(gen.wall_time) if gen.wall_time else share,
                     "versions": canonical_json(versions),

@@ -1,13 +1,13 @@
 """Scorers: exact list and puzzle checks, grammar, ROUGE-L, BLEU, BERTScore, inclusion."""
 
-from parallelbench.scoring.base import Scorer, Scores, get_scorer, register_scorer, score
+from parallelbench.scoring.base import SCORING_MODES, Scorer, Scores, get_scorer, register_scorer, score
 
 
 def score_many(samples, outputs, **kwargs):
-    """Score ``outputs[i]`` against ``samples[i]``, batching BERTScore (see `batch.py`)."""
+    """Score ``outputs[i]`` against ``samples[i]`` (``mode=`` one of `SCORING_MODES`), batching BERTScore."""
     from parallelbench.scoring.batch import score_many as _score_many  # noqa: PLC0415
 
     return _score_many(samples, outputs, **kwargs)
 
 
-__all__ = ["Scorer", "Scores", "get_scorer", "register_scorer", "score", "score_many"]
+__all__ = ["SCORING_MODES", "Scorer", "Scores", "get_scorer", "register_scorer", "score", "score_many"]

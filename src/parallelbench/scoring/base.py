@@ -25,24 +25,42 @@ class Scores:
 
 Scorer = Callable[["Sample", str], Scores]
 _SCORERS: dict[str, Scorer] = {}
+# "default": valid solutions of the prompt as written; "paper": the paper metric's behaviour
+# exactly, so a published number can be recomputed (docs/scoring.md lists where they differ).
+SCORING_MODES: tuple[str, ...] = ("default", "paper")
+_PAPER_SCORERS: dict[str, Scorer] = {}  # a scorer's paper-mode variant, where it has one
 
 
-def register_scorer(name: str) -> Callable[[Scorer], Scorer]:
+def check_mode(mode: str) -> str:
+    """`mode` itself, or a ValueError naming the valid modes."""
+    if mode not in SCORING_MODES:
+        raise ValueError(f"unknown scoring mode {mode!r}; valid: {', '.join(SCORING_MODES)}")
+    return mode
+
+
+def register_scorer(name: str, *, mode: str = "default") -> Callable[[Scorer], Scorer]:
+    """Register `fn` as scorer `name`; ``mode="paper"`` registers its paper-mode variant
+    (a scorer without one scores the same in both modes)."""
+    table = _PAPER_SCORERS if check_mode(mode) == "paper" else _SCORERS
+
     def deco(fn: Scorer) -> Scorer:
-        _SCORERS[name] = fn
+        table[name] = fn
+        if table is _SCORERS:  # a new default scorer replaces the old one in both modes
+            _PAPER_SCORERS.pop(name, None)
         return fn
 
     return deco
 
 
-def get_scorer(name: str) -> Scorer:
+def get_scorer(name: str, mode: str = "default") -> Scorer:
     from parallelbench.scoring import builtin  # noqa: F401, PLC0415  (registers the built-in scorers once)
 
+    check_mode(mode)
     if name not in _SCORERS:
         raise KeyError(f"unknown scorer {name!r}; known: {', '.join(sorted(_SCORERS))}")
-    return _SCORERS[name]
+    return _PAPER_SCORERS.get(name, _SCORERS[name]) if mode == "paper" else _SCORERS[name]
 
 
-def score(sample: "Sample", output: str) -> Scores:
-    """Score one output against its sample with the sample's own scorer."""
-    return get_scorer(sample.scorer)(sample, output)
+def score(sample: "Sample", output: str, *, mode: str = "default") -> Scores:
+    """Score one output against its sample with the sample's own scorer, in `mode`."""
+    return get_scorer(sample.scorer, mode)(sample, output)

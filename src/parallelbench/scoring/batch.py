@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from parallelbench.scoring.base import Scores, score
+from parallelbench.scoring.base import Scores, check_mode, score
 
 if TYPE_CHECKING:
     from parallelbench.tasks.base import Sample
@@ -20,8 +20,10 @@ def score_many(
     outputs: Sequence[str],
     *,
     on_progress: Callable[[int], None] | None = None,
+    mode: str = "default",
 ) -> list[Scores]:
-    """Score ``outputs[i]`` against ``samples[i]`` for every i, batching BERTScore."""
+    """Score ``outputs[i]`` against ``samples[i]`` for every i in `mode`, batching BERTScore."""
+    check_mode(mode)
     if len(samples) != len(outputs):
         raise ValueError(f"{len(samples)} samples but {len(outputs)} outputs; give one output per sample")
     pairs = []
@@ -36,7 +38,7 @@ def score_many(
         prefetch_bertscore(pairs)
     results = []
     for i, (sample, output) in enumerate(zip(samples, outputs)):
-        results.append(score(sample, output))
+        results.append(score(sample, output, mode=mode))
         if on_progress is not None:
             on_progress(i + 1)
     return results

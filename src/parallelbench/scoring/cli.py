@@ -20,7 +20,7 @@ def _fail(console, message: str) -> None:
     raise typer.Exit(2)
 
 
-def _summary_table(rows: list[dict]):
+def _summary_table(rows: list[dict], mode: str = "default"):
     from rich.markup import escape  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
@@ -29,7 +29,7 @@ def _summary_table(rows: list[dict]):
     by_task: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_task[row["task"]].append(row)
-    table = Table(title="Scores per task (headline = mean score; components are means too)")
+    table = Table(title=f"Scores per task, {mode} scoring (headline = mean score; components are means too)")
     table.add_column("task")
     table.add_column("n", justify="right")
     table.add_column("score", justify="right")
@@ -47,10 +47,16 @@ def _summary_table(rows: list[dict]):
 
 
 def score(
-    tasks: Path = typer.Option(
-        ..., "--tasks", help="A task JSONL file, or a folder of them (from `parallelbench tasks export` or `tasks import`)."
+    tasks: Optional[Path] = typer.Option(
+        None, "--tasks", help="A task JSONL file, or a folder of them (from `parallelbench tasks export` or `tasks import`)."
     ),
-    outputs: Path = typer.Option(..., "--outputs", help='JSONL file of {"id": ..., "output": "..."} lines.'),
+    outputs: Optional[Path] = typer.Option(None, "--outputs", help='JSONL file of {"id": ..., "output": "..."} lines.'),
+    db: Optional[Path] = typer.Option(
+        None, "--db", help="Rescore the stored outputs of this results database instead of --outputs (no decoding)."
+    ),
+    scoring: str = typer.Option(
+        "default", "--scoring", help="default (valid solutions of the prompt as written) or paper (the paper's metric exactly)."
+    ),
     per_sample: Optional[Path] = typer.Option(
         None, "--per-sample", help="Also write one JSONL line per answer: id, task, score, every component, meta."
     ),
@@ -61,9 +67,10 @@ def score(
         None, "--bertscore-model", help="minilm (bundled, the default), roberta-large or a local model folder, if on disk."
     ),
 ) -> None:
-    """Score model outputs against task files and print a per-task table.
+    """Score model outputs against task files (or rescore a results database) and print a per-task table.
 
     Example: parallelbench score --tasks tasks/ --outputs answers.jsonl --per-sample scores.jsonl
+    Example: parallelbench score --db parallelbench.db --scoring paper --per-sample paper_scores.jsonl
     """
     from rich.console import Console  # noqa: PLC0415
 
@@ -71,7 +78,15 @@ def score(
     from parallelbench.scoring.grammar import BACKEND_ENV, GrammarBackendError, get_backend  # noqa: PLC0415
     from parallelbench.scoring.similarity import MODEL_ENV, MetricUnavailable  # noqa: PLC0415
 
+    from parallelbench.scoring.base import SCORING_MODES  # noqa: PLC0415
+
     console = Console()
+    if scoring not in SCORING_MODES:
+        _fail(console, f"--scoring must be one of {', '.join(SCORING_MODES)}, got {scoring!r}")
+    if db is not None and outputs is not None:
+        _fail(console, "give either --db (rescore a results database) or --outputs (with --tasks), not both")
+    if db is None and (tasks is None or outputs is None):
+        _fail(console, "give --tasks and --outputs, or --db to rescore a results database; see parallelbench score --help")
     if per_sample is not None:  # an unwritable --per-sample is known before any scoring
         from parallelbench.outputs import OutputError, check_file  # noqa: PLC0415
 
@@ -83,6 +98,9 @@ def score(
         os.environ[BACKEND_ENV] = grammar_backend
     if bertscore_model:
         os.environ[MODEL_ENV] = bertscore_model
+    if db is not None:
+        _rescore_db(console, db, tasks, scoring, per_sample)
+        return
     try:
         samples = read_samples(tasks)
         answers = read_outputs(outputs)
@@ -103,7 +121,7 @@ def score(
         if any(s.scorer in ("summarization", "paraphrase", "w2s") for s in chosen):
             get_backend()
         with console.status(f"scoring {len(chosen)} answers..."):
-            results = score_many(chosen, texts)
+            results = score_many(chosen, texts, mode=scoring)
     except KeyError as err:
         _fail(console, f"{err.args[0]}; the task file names a scorer this version does not have")
     except (GrammarBackendError, MetricUnavailable) as err:
@@ -113,7 +131,7 @@ def score(
         {"id": s.id, "task": s.task, "score": r.score, "components": r.components, "meta": r.meta}
         for s, r in zip(chosen, results)
     ]
-    console.print(_summary_table(rows))
+    console.print(_summary_table(rows, scoring))
     skipped = len(samples) - len(chosen)
     if skipped:
         console.print(f"{skipped} sample(s) of {tasks} have no output and were not scored.", highlight=False)
@@ -127,3 +145,65 @@ def score(
         except OSError as err:
             _fail(console, f"cannot write {per_sample}: {err.strerror or err}")
         console.print(f"wrote {len(rows)} per-sample scores to {per_sample}", highlight=False)
+
+
+def _rescore_db(console, db: Path, tasks: Optional[Path], mode: str, per_sample: Optional[Path]) -> None:
+    """Score the stored outputs of `db` again in `mode`; print stored vs new means per task."""
+    from rich.markup import escape  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    from parallelbench.display import display_name  # noqa: PLC0415
+    from parallelbench.runner.store import ResultsStore, StoreError  # noqa: PLC0415
+    from parallelbench.scoring.files import ScoreInputError, read_samples  # noqa: PLC0415
+    from parallelbench.scoring.grammar import GrammarBackendError  # noqa: PLC0415
+    from parallelbench.scoring.rescore import rescore_rows  # noqa: PLC0415
+    from parallelbench.scoring.similarity import MetricUnavailable  # noqa: PLC0415
+
+    try:
+        with ResultsStore(db, create=False) as store:
+            rows = list(store.iter_rows())
+        given = read_samples(tasks) if tasks is not None else None
+    except (StoreError, ScoreInputError) as err:
+        _fail(console, " ".join(str(err).split()))
+    if not rows:
+        _fail(console, f"{db} holds no finished rows to rescore; run `parallelbench run --db {db}` first")
+    try:
+        with console.status(f"rescoring {len(rows)} stored outputs ({mode} scoring)..."):
+            result = rescore_rows(rows, mode=mode, given=given)
+    except KeyError as err:
+        _fail(console, f"{err.args[0]}; the database names a scorer this version does not have")
+    except (GrammarBackendError, MetricUnavailable) as err:
+        _fail(console, str(err))
+
+    by_task: dict[str, list[dict]] = defaultdict(list)
+    for row in result.rows:
+        by_task[row["task"]].append(row)
+    table = Table(title=f"{db}: stored scores and {mode} scoring of the same outputs (means per task)")
+    for name, justify in (("task", "left"), ("rows", "right"), ("stored", "right"), (mode, "right"), ("changed", "right")):
+        table.add_column(name, justify=justify)
+    for task in sorted(by_task):
+        group = by_task[task]
+        stored = [r["stored"] for r in group if r["stored"] is not None]
+        changed = sum(r["stored"] is not None and r["stored"] != r["score"] for r in group)
+        table.add_row(escape(display_name(task)), str(len(group)),
+                      f"{sum(stored) / len(stored):.3f}" if stored else "-",
+                      f"{sum(r['score'] for r in group) / len(group):.3f}", str(changed))
+    console.print(table)
+    if result.missing:
+        tasks_missing = sorted({t for t, _ in result.missing})
+        console.print(
+            f"{len(result.missing)} stored row(s) of {len(tasks_missing)} task(s) ({', '.join(tasks_missing[:3])}"
+            f"{' ...' if len(tasks_missing) > 3 else ''}) were not rescored: their samples are not the registered ones; "
+            "pass --tasks with the task files they came from",
+            highlight=False, soft_wrap=True,
+        )
+    if per_sample is not None:
+        try:
+            per_sample.parent.mkdir(parents=True, exist_ok=True)
+            with per_sample.open("w", encoding="utf-8") as handle:
+                for row in result.rows:
+                    line = {k: row[k] for k in ("model", "config", "task", "sample_id", "seed", "stored", "score")}
+                    handle.write(json.dumps({**line, **row["components"], "scoring": mode}, ensure_ascii=False) + "\n")
+        except OSError as err:
+            _fail(console, f"cannot write {per_sample}: {err.strerror or err}")
+        console.print(f"wrote {len(result.rows)} rescored rows to {per_sample}", highlight=False)

@@ -70,8 +70,18 @@ def score_cot(sample: "Sample", output: str) -> Scores:
 
     Components are the base scorer's plus ``answer_found`` (1 when the marker occurs).
     """
+    return _score_cot(sample, output, "default")
+
+
+@register_scorer(COT_SCORER, mode="paper")
+def score_cot_paper(sample: "Sample", output: str) -> Scores:
+    """The same, with the base scorer's paper mode."""
+    return _score_cot(sample, output, "paper")
+
+
+def _score_cot(sample: "Sample", output: str, mode: str) -> Scores:
     base = base_sample(sample)
-    scorer = get_scorer(base.scorer)  # KeyError names the unknown scorer
+    scorer = get_scorer(base.scorer, mode)  # KeyError names the unknown scorer
     answer = extract_final_answer(output)
     if answer is None:
         zero = scorer(base, "")

@@ -1,106 +1,93 @@
-"""Turning a model's free text into lists and grids, leniently and strictly.
+"""Turning a model's free text into lists and grids, by the reading rules of the paper's metric.
 
-Every function here takes any string and returns a parsed value or None; none
-raises and none uses a regular expression that could backtrack, so a 1 MB
-output costs linear time.
+The rules are those of the ParallelBench authors' list and puzzle metrics (the original
+release and its 2026 rewrite read answers the same way), written here from their
+described behaviour and checked side by side (`benchmarks/compare_reference_metrics.py`):
+
+- a list is the text after the last ``[`` and before the first ``]`` after it (either
+  bracket may be missing), split at commas, each item stripped of spaces and double quotes;
+- a grid row is a line of the output (split at ``\\n``); Latin square cells are split at
+  commas and stripped, Sudoku rows are the decimal digits of a line.
+
+Every function takes any string and returns a value or None; none raises and none uses a
+regular expression that could backtrack, so a 1 MB output costs linear time.
 """
 
 from __future__ import annotations
 
-_QUOTES = "\"'\u201c\u201d\u2018\u2019`"
+_ITEM_EDGES = '" '  # what the lenient list reading strips from each item: spaces and double quotes
 
 
-def _clean_item(item: str) -> str:
-    """Drop surrounding whitespace and quotes, and collapse inner whitespace runs."""
-    return " ".join(item.strip().strip(_QUOTES + " \t\r\n").split())
-
-
-def last_bracketed(text: str) -> str | None:
-    """The text inside the last complete ``[...]`` pair of `text`, or None.
-
-    The opening ``[`` is the last one before the final ``]``, and the first ``]``
-    after it closes the list, so for nested brackets the innermost list at the
-    end wins (``[["A"]]`` -> ``"A"``) and an unclosed trailing ``[`` is ignored.
-    """
-    last_close = text.rfind("]")
-    if last_close < 0:
-        return None
-    start = text.rfind("[", 0, last_close)
-    if start < 0:
-        return None
-    return text[start + 1 : text.find("]", start)]
+def list_region(text: str) -> str:
+    """The text the list readings look at: after the last ``[`` (if there is one), then up to
+    the first ``]`` (if there is one). ``Sure: ["A", "B"] ok`` -> ``"A", "B"``."""
+    start = text.rfind("[")
+    if start >= 0:
+        text = text[start + 1 :]
+    end = text.find("]")
+    return text if end < 0 else text[:end]
 
 
 def parse_list_lenient(text: str) -> list[str] | None:
-    """Items of the last bracketed list in `text`; quotes optional, prose around allowed.
+    """Items of the answer list, brackets and quotes optional, prose around allowed.
 
-    ``Sure! The line is [Ann Lee, 'Bo Chan'].`` -> ``["Ann Lee", "Bo Chan"]``.
-    Empty items (``[A, , B]`` or a trailing comma) are dropped.
+    ``Sure! The line is ["Ann Lee", "Bo Chan"]. Hope this helps`` and ``"Ann Lee", "Bo Chan"``
+    both give ``["Ann Lee", "Bo Chan"]``. Only spaces and double quotes are stripped from an
+    item, so single or curly quotes, tabs, newlines and doubled inner spaces stay part of it.
+    Items that are only whitespace are dropped. None only for a non-string.
     """
-    inner = last_bracketed(text)
-    if inner is None:
+    if not isinstance(text, str):
         return None
-    items = [_clean_item(part) for part in inner.split(",")]
-    return [item for item in items if item]
+    return [part.strip(_ITEM_EDGES) for part in list_region(text).split(",") if part.strip()]
 
 
 def parse_list_strict(text: str) -> list[str] | None:
-    """Items when the whole output (surrounding whitespace aside) is exactly ``["A B", "C D"]``.
+    """Items when the last ``[...]`` of the output holds exactly ``"A B", "C D"``.
 
-    JSON-style double quotes, ``", "`` separators, no quote inside an item, no
-    leading or trailing spaces inside an item; ``[]`` is the empty list.
+    Both brackets are required; inside them, items are separated by ``", "`` and each is
+    wrapped in double quotes with no double quote inside. Text around the brackets does
+    not matter. ``[]`` (nothing inside) is not a list of quoted items: None.
     """
-    body = text.strip()
-    if len(body) < 2 or body[0] != "[" or body[-1] != "]":
+    if not isinstance(text, str):
         return None
-    inner = body[1:-1]
-    if inner == "":
-        return []
+    start = text.rfind("[")
+    if start < 0:
+        return None
+    rest = text[start + 1 :]
+    end = rest.find("]")
+    if end < 0:
+        return None
     items = []
-    for part in inner.split(", "):
-        if len(part) < 2 or part[0] != '"' or part[-1] != '"':
+    for part in rest[:end].split(", "):
+        if not (part.startswith('"') and part.endswith('"')):
             return None
         item = part[1:-1]
-        if '"' in item or item != item.strip():
+        if '"' in item:
             return None
         items.append(item)
     return items
 
 
-def whitespace_tokens(text: str) -> list[str]:
-    """Whitespace-separated tokens with spaces around commas glued back on.
-
-    ``"H, 4,A ,C 4,C,H,A"`` -> ``["H,4,A,C", "4,C,H,A"]``: a token that ends or
-    starts with a comma continues the previous one.
-    """
-    groups: list[list[str]] = []  # parts of each token, joined once at the end (linear time)
-    glue = False
-    for tok in text.split():
-        if groups and (glue or tok.startswith(",")):
-            groups[-1].append(tok)
-        else:
-            groups.append([tok])
-        glue = tok.endswith(",")
-    return ["".join(parts) for parts in groups]
+def nonblank_lines(text: str) -> list[str]:
+    """The lines of `text` (split at ``\\n`` only), stripped, blank ones dropped."""
+    return [line.strip() for line in text.split("\n") if line.strip()]
 
 
-def split_cells(row: str, symbol_width: int | None) -> list[str]:
-    """Cells of one row: comma-separated, or single characters when `symbol_width` is 1."""
-    if "," in row:
-        return [cell.strip() for cell in row.split(",")]
-    if symbol_width == 1:
-        return list(row)
-    return [row]
+def comma_cells(row: str) -> list[str]:
+    """``"H, 4,A ,C"`` -> ``["H", "4", "A", "C"]``."""
+    return [cell.strip() for cell in row.split(",")]
 
 
-def first_run(rows: list[list[str] | None], size: int) -> list[list[str]] | None:
-    """The first `size` rows of the first run of at least `size` consecutive non-None rows."""
-    run: list[list[str]] = []
-    for row in rows:
-        if row is None:
-            if len(run) >= size:
-                break
-            run = []
-        else:
-            run.append(row)
-    return run[:size] if len(run) >= size else None
+def decimal_digits(text: str) -> list[int]:
+    """The values of every decimal digit character of `text` (ASCII or not: ``"１２"`` -> [1, 2])."""
+    return [int(ch) for ch in text if ch.isdecimal()]
+
+
+def one_line_grid(line: str, size: int, is_row) -> list[str] | None:
+    """The rows of a grid written on one line, rows separated by whitespace (the layout of
+    the paper's table and of our tasks' one-shot examples: ``1342 2431 4123 3214``), when
+    `line` is exactly `size` such rows by `is_row`; else None."""
+    tokens = line.split()
+    if len(tokens) != size or not all(is_row(tok) for tok in tokens):
+        return None
+    return tokens

@@ -1,9 +1,21 @@
 """Scorers of the puzzle tasks: Latin square (any valid square) and Sudoku (the solution).
 
-Both report ``lenient`` (rows found anywhere in the output: separated by spaces or
-newlines, spaces around commas allowed, prose before and after allowed) and
-``strict`` (the whole output is exactly the rows of the paper's table, separated
-by whitespace); the headline score is ``lenient``.
+Rows are read the way the paper's metric reads them (`parse.py`): one row per line, prose
+lines between or around the rows ignored.
+
+- Latin square: the first `size` lines whose comma-separated cells hold exactly the
+  symbols; ``lenient`` = ``strict`` (the paper's metric has one reading).
+- Sudoku: ``lenient`` takes the lines with exactly `size` decimal digits once spaces and
+  commas are dropped, and needs exactly `size` of them; ``strict`` needs exactly `size`
+  non-blank lines of `size` digits each.
+
+Two modes (`base.SCORING_MODES`): ``paper`` is the paper's metric exactly; ``default``
+differs in two ways only. It rejects a Latin square row with a repeated cell
+(``H,4,A,C,C``), which the paper's metric accepts but is not a Latin square. And it
+also reads a grid written on one line, rows separated by spaces (``1342 2431 4123
+3214``): the layout of the paper's table of prompts and of our tasks' own one-shot
+examples and reference answers, which the paper's metric (reading rows from lines only)
+scores 0.
 """
 
 from __future__ import annotations
@@ -12,7 +24,7 @@ import math
 from typing import TYPE_CHECKING, Callable
 
 from parallelbench.scoring.base import Scores, register_scorer
-from parallelbench.scoring.parse import first_run, split_cells, whitespace_tokens
+from parallelbench.scoring.parse import comma_cells, decimal_digits, nonblank_lines, one_line_grid
 
 if TYPE_CHECKING:
     from parallelbench.tasks.base import Sample
@@ -29,65 +41,114 @@ def is_latin_square(grid: Grid, symbols: list[str]) -> bool:
     return all(sorted(row[c] for row in grid) == want for c in range(size))
 
 
-def _latin_candidates(text: str, symbols: list[str]) -> list[Grid]:
-    """Grids read two ways: whitespace-separated rows, and one row per line."""
-    size, want = len(symbols), sorted(symbols)
-    width = 1 if all(len(s) == 1 for s in symbols) else None
-
-    def as_row(cells: list[str]) -> list[str] | None:
-        return cells if len(cells) == size and sorted(cells) == want else None
-
-    def line_cells(line: str) -> list[str]:
-        if "," in line:
-            return [cell.strip() for cell in line.split(",")]
-        parts = line.split()
-        return parts if len(parts) > 1 else split_cells(line.strip(), width)
-
-    # Rows longer than any valid row cannot match; skip them without splitting (1 MB inputs).
-    limit = 4 * size * (max(len(s) for s in symbols) + 2)
-    by_token = [as_row(split_cells(tok, width)) if len(tok) <= limit else None for tok in whitespace_tokens(text)]
-    by_line = [as_row(line_cells(line)) if len(line) <= limit else None for line in text.splitlines() if line.strip()]
-    grids = [first_run(by_token, size), first_run(by_line, size)]
-    return [g for g in grids if g is not None]
+# ---- Latin square ----------------------------------------------------------------------
 
 
-def _latin_strict(text: str, symbols: list[str]) -> Grid | None:
-    rows = text.split()
-    if len(rows) != len(symbols):
-        return None
-    return [row.split(",") for row in rows]
+def latin_rows(text: str, symbols: list[str], mode: str) -> Grid | None:
+    """The first `size` row lines of `text` as cells, or None when there are fewer.
+
+    A row line's comma-separated cells, stripped, are exactly the set of symbols (so a
+    repeated cell still passes here). In default mode a line holding `size` such rows
+    separated by whitespace counts as those rows.
+    """
+    want = set(symbols)
+    size = len(want)
+
+    def is_row(line: str) -> bool:
+        return set(comma_cells(line)) == want
+
+    rows: Grid = []
+    for line in nonblank_lines(text):
+        if is_row(line):
+            rows.append(comma_cells(line))
+        elif mode == "default":
+            tokens = one_line_grid(line, size, is_row)
+            rows.extend(comma_cells(tok) for tok in tokens or ())
+        if len(rows) >= size:
+            return rows[:size]
+    return None
 
 
-@register_scorer("latin_square")
-def score_latin_square(sample: "Sample", output: str) -> Scores:
-    """Any valid ``size`` x ``size`` Latin square over exactly ``data["symbols"]``."""
+def latin_ok(rows: Grid, symbols: list[str], mode: str, first_row: list[str] | None) -> bool:
+    """Default: a Latin square (each row and column a permutation). Paper: every row and every
+    column (as far as the shortest row reaches) holds the set of symbols."""
+    if first_row is not None and rows[0] != first_row:
+        return False
+    if mode == "default":
+        return is_latin_square(rows, symbols)
+    want = set(symbols)
+    return all(set(row) == want for row in rows) and all(set(col) == want for col in zip(*rows))
+
+
+def _latin(sample: "Sample", output: str, mode: str) -> Scores:
     output = output if isinstance(output, str) else ""
     data = sample.data or {}
     symbols = [str(s) for s in data.get("symbols") or []]
     size = int(data.get("size", len(symbols)) or 0)
     if not symbols or len(set(symbols)) != len(symbols) or size != len(symbols):
         return Scores(0.0, {"lenient": 0.0, "strict": 0.0})
-    lenient = float(any(is_latin_square(g, symbols) for g in _latin_candidates(output, symbols)))
-    strict_grid = _latin_strict(output, symbols)
-    strict = float(strict_grid is not None and is_latin_square(strict_grid, symbols))
-    return Scores(lenient, {"lenient": lenient, "strict": strict})
+    first_row = data.get("first_row")
+    first_row = [str(s) for s in first_row] if isinstance(first_row, (list, tuple)) else None
+    rows = latin_rows(output, symbols, mode)
+    ok = float(rows is not None and latin_ok(rows, symbols, mode, first_row))
+    return Scores(ok, {"lenient": ok, "strict": ok})
 
 
-def _digit_row(text: str, size: int) -> list[str] | None:
-    """A row of `size` digits once separators (spaces, commas, bars) are dropped."""
-    if len(text) > 8 * size:
+@register_scorer("latin_square")
+def score_latin_square(sample: "Sample", output: str) -> Scores:
+    """Any valid ``size`` x ``size`` Latin square over exactly ``data["symbols"]``."""
+    return _latin(sample, output, "default")
+
+
+@register_scorer("latin_square", mode="paper")
+def score_latin_square_paper(sample: "Sample", output: str) -> Scores:
+    return _latin(sample, output, "paper")
+
+
+# ---- Sudoku ----------------------------------------------------------------------------
+
+IntGrid = list[list[int]]
+
+
+def _digit_row(size: int) -> Callable[[str], bool]:
+    def is_row(token: str) -> bool:
+        return len(token) == size and token.isdecimal()
+
+    return is_row
+
+
+def sudoku_lenient(text: str, size: int, mode: str) -> IntGrid | None:
+    """Rows = lines with exactly `size` decimal digits once spaces and commas are dropped (other
+    characters are skipped); exactly `size` such lines, else None. Default mode also
+    expands a line of `size` whitespace-separated rows."""
+    rows: IntGrid = []
+    one_line_row = _digit_row(size)
+    for line in text.split("\n"):
+        if mode == "default":
+            tokens = one_line_grid(line, size, one_line_row)
+            if tokens is not None:
+                rows.extend(decimal_digits(tok) for tok in tokens)
+                continue
+        digits = decimal_digits(line.replace(" ", "").replace(",", ""))
+        if len(digits) == size:
+            rows.append(digits)
+        if len(rows) > size:  # too many rows already: no grid, whatever follows
+            return None
+    return rows if len(rows) == size else None
+
+
+def sudoku_strict(text: str, size: int, mode: str) -> IntGrid | None:
+    """Exactly `size` non-blank lines, each exactly `size` decimal digits (surrounding whitespace
+    aside). Default mode also takes the whole output as one line of `size` such rows."""
+    lines = nonblank_lines(text)
+    is_row = _digit_row(size)
+    if mode == "default" and len(lines) == 1:
+        tokens = one_line_grid(lines[0], size, is_row)
+        if tokens is not None:
+            lines = tokens
+    if len(lines) != size or not all(is_row(line) for line in lines):
         return None
-    cells = [ch for ch in text if ch not in " \t,|"]
-    return cells if len(cells) == size and all(ch.isdigit() and ch.isascii() for ch in cells) else None
-
-
-def _sudoku_candidates(text: str, size: int) -> list[Grid]:
-    """Grids read three ways: rows as tokens, rows split at commas too, one row per line."""
-    by_token = [_digit_row(tok, size) for tok in whitespace_tokens(text)]
-    by_word = [_digit_row(tok, size) for tok in text.replace(",", " ").split()]
-    by_line = [_digit_row(line.strip(), size) for line in text.splitlines() if line.strip()]
-    grids = [first_run(by_token, size), first_run(by_word, size), first_run(by_line, size)]
-    return [g for g in grids if g is not None]
+    return [decimal_digits(line) for line in lines]
 
 
 def is_valid_sudoku(grid: Grid) -> bool:
@@ -105,36 +166,46 @@ def is_valid_sudoku(grid: Grid) -> bool:
     return all(len(line) == n and sorted(line) == want for line in lines)
 
 
-def _sudoku_check(puzzle: list[str], solution: list[str] | None) -> Callable[[Grid], bool]:
-    def keeps_givens(grid: Grid) -> bool:
-        return all(p == "0" or p == g for prow, grow in zip(puzzle, grid) for p, g in zip(prow, grow))
-
-    def check(grid: Grid) -> bool:
-        if len(grid) != len(puzzle) or not keeps_givens(grid):
-            return False
+def _sudoku_check(puzzle: list[str], solution: IntGrid | None) -> Callable[[IntGrid], bool]:
+    def check(grid: IntGrid) -> bool:
         if solution is not None:
-            return ["".join(row) for row in grid] == solution
-        return is_valid_sudoku(grid)
+            return grid == solution
+        text = [[str(v) for v in row] for row in grid]
+        keeps = all(p == "0" or p == g for prow, grow in zip(puzzle, text) for p, g in zip(prow, grow))
+        return len(grid) == len(puzzle) and keeps and is_valid_sudoku(text)
 
     return check
 
 
-@register_scorer("sudoku")
-def score_sudoku(sample: "Sample", output: str) -> Scores:
-    """The puzzle's solution (``data["solution"]``), with the given cells kept.
+def _solution(data: dict, size: int) -> IntGrid | None:
+    rows = str(data.get("solution") or "").split()
+    if len(rows) != size or not all(len(r) == size and r.isdecimal() for r in rows):
+        return None
+    return [decimal_digits(r) for r in rows]
 
-    Without a stored solution, any valid grid that keeps the given cells counts.
-    """
+
+def _sudoku(sample: "Sample", output: str, mode: str) -> Scores:
     output = output if isinstance(output, str) else ""
     data = sample.data or {}
     puzzle = str(data.get("puzzle") or "").split()
-    solution = str(data.get("solution") or "").split() or None
     size = len(puzzle)
     if size == 0 or any(len(row) != size for row in puzzle):
         return Scores(0.0, {"lenient": 0.0, "strict": 0.0})
-    check = _sudoku_check(puzzle, solution)
-    lenient = float(any(check(g) for g in _sudoku_candidates(output, size)))
-    rows = output.split()
-    strict_ok = len(rows) == size and all(len(r) == size and r.isascii() and r.isdigit() for r in rows)
-    strict = float(strict_ok and check([list(r) for r in rows]))
+    check = _sudoku_check(puzzle, _solution(data, size))
+    lenient_grid = sudoku_lenient(output, size, mode)
+    strict_grid = sudoku_strict(output, size, mode)
+    lenient = float(lenient_grid is not None and check(lenient_grid))
+    strict = float(strict_grid is not None and check(strict_grid))
     return Scores(lenient, {"lenient": lenient, "strict": strict})
+
+
+@register_scorer("sudoku")
+def score_sudoku(sample: "Sample", output: str) -> Scores:
+    """The puzzle's solution (``data["solution"]``); without a stored solution, any valid
+    grid that keeps the given cells."""
+    return _sudoku(sample, output, "default")
+
+
+@register_scorer("sudoku", mode="paper")
+def score_sudoku_paper(sample: "Sample", output: str) -> Scores:
+    return _sudoku(sample, output, "paper")

@@ -8,10 +8,11 @@ the ``grammar`` component alone):
 - paraphrase: ``bertscore × inv_bleu × grammar``, BERTScore F1 and 1 − BLEU both
   against the source sentence (semantic closeness, lexical distance), as in the
   original release; the reference paraphrases are not scored against;
-- w2s: ``inclusion × grammar × sentence``, inclusion = every requested word present as
-  a whole word, case-insensitive; ``sentence`` = the answer is a real sentence, not the
-  words listed (`scoring/sentence.py`); ``inclusion_substring`` is the release's plain,
-  case-sensitive substring test, reported beside them.
+- w2s: ``inclusion × grammar × sentence``, inclusion = every requested word occurs in the
+  raw output as a case-sensitive substring (the paper metric's definition); ``sentence`` =
+  the answer is a real sentence, not the words listed (`scoring/sentence.py`);
+  ``inclusion_word`` (every word present as a whole word, any case) is reported beside
+  them. In paper mode the headline is the original release's ``inclusion × grammar``.
 
 Grammar ignores spelling flags on words the answer may legitimately copy: the
 capitalised words (names) of the dialogue or source sentence, and the requested W2S
@@ -90,20 +91,31 @@ def includes_word(text: str, word: str) -> bool:
     return bool(word) and _word_pattern(word).search(text) is not None
 
 
+def _w2s(sample: "Sample", output: str, mode: str) -> Scores:
+    output = _text(output)
+    words = [str(w) for w in (sample.data or {}).get("words") or []]
+    grammar, meta = _grammar(output, words)
+    inclusion = float(all(w in output for w in words))  # the paper metric's: case-sensitive substring
+    inclusion_word = float(all(includes_word(output, w) for w in words))
+    broken = check_sentence(output, words)
+    sentence = float(not broken)
+    meta["sentence_rule"] = broken or "ok"
+    headline = inclusion * grammar * (sentence if mode == "default" else 1.0)
+    return Scores(
+        headline,
+        {"grammar": grammar, "inclusion": inclusion, "sentence": sentence, "inclusion_word": inclusion_word},
+        meta,
+    )
+
+
 @register_scorer("w2s")
 def score_w2s(sample: "Sample", output: str) -> Scores:
     """Every word of ``data["words"]`` used, in a real grammatical sentence; headline
     ``inclusion × grammar × sentence``."""
-    output = _text(output)
-    words = [str(w) for w in (sample.data or {}).get("words") or []]
-    grammar, meta = _grammar(output, words)
-    inclusion = float(all(includes_word(output, w) for w in words))
-    substring = float(all(w in output for w in words))
-    broken = check_sentence(output, words)
-    sentence = float(not broken)
-    meta["sentence_rule"] = broken or "ok"
-    return Scores(
-        inclusion * grammar * sentence,
-        {"grammar": grammar, "inclusion": inclusion, "sentence": sentence, "inclusion_substring": substring},
-        meta,
-    )
+    return _w2s(sample, output, "default")
+
+
+@register_scorer("w2s", mode="paper")
+def score_w2s_paper(sample: "Sample", output: str) -> Scores:
+    """The original release's headline ``inclusion × grammar`` (no sentence rule)."""
+    return _w2s(sample, output, "paper")

@@ -137,11 +137,12 @@ def export(
 ) -> None:
     """Write one JSONL file per task; each line is a sample (id, task, messages, answer, scorer, data).
 
-    With --format lm-eval the folder is an lm-evaluation-harness task set: tasks
-    parallelbench_<category>_<task>, group parallelbench (the paper's 17), local data, our scorers.
+    With --format lm-eval the folder is an lm-evaluation-harness task set in the layout of the
+    authors' rewrite: tasks parallelbench_<category>_<task>, group parallelbench_all (the
+    paper's 17) with subgroups per category, local data, our scorers (docs/lm-eval.md).
 
     Example: parallelbench tasks export --out tasks_out --tasks paper --limit 10
-    Example: parallelbench tasks export --format lm-eval --out pb_tasks && lm_eval --model hf --model_args pretrained=gpt2 --include_path pb_tasks --tasks parallelbench
+    Example: parallelbench tasks export --format lm-eval --out pb_tasks && lm_eval --model hf --model_args pretrained=gpt2 --include_path pb_tasks --tasks parallelbench_all
     """
     from parallelbench.outputs import OutputError, check_folder
     from parallelbench.tasks._common import with_params
@@ -190,7 +191,7 @@ def export(
             _fail(" ".join(str(exc).split()))
         total = sum(c for _, _, c in rows)
         _out.print(f"wrote {total} samples of {len(rows)} lm-eval tasks to {out}; run: lm_eval --include_path {out} "
-                   "--tasks parallelbench ...", highlight=False, soft_wrap=True)
+                   "--tasks parallelbench_all ...", highlight=False, soft_wrap=True)
         return
     try:
         rows = export_tasks(chosen, out, limit, samples_of)

@@ -182,6 +182,7 @@ def _generation(res: Any, tok: Any, wall_time: float) -> Generation:
         token_texts=tok.token_texts(tokens[:end]),
         num_tokens=int(res.num_committed),
         wall_time=wall_time,
+        extra={"pad_order": list(res.order[end:])},  # for the whole-generation order metrics
     )
 
 
