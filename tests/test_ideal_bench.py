@@ -25,7 +25,7 @@ def test_loader_registered_and_validates_options():
     model = load_model("ideal")
     assert model.kind == "ideal" and model.name == "ideal"
     assert "torch" in model.versions()
-    with pytest.raises(ValueError, match="unknown option"):
+    with pytest.raises(ValueError, match="unknown ideal model option"):
         load_model("ideal", temperature=1)
 
 

@@ -372,9 +372,13 @@ class ResultsStore:
         return row is not None
 
     # -- writing -----------------------------------------------------------------------
-    def write(self, rows: Sequence[dict[str, Any]]) -> int:
+    def write(self, rows: Sequence[dict[str, Any]], *, supersede: bool = False) -> int:
         """Insert a batch in one transaction; rows whose key exists are skipped, except that a failed
-        row is replaced by a new attempt. Returns rows added or replaced."""
+        row is replaced by a new attempt. Returns rows added or replaced.
+
+        With `supersede` (`run --force`), a finished row with the same key and provenance is kept
+        but marked superseded (its provenance gets `~<id>` appended, so it is never reused again)
+        and the new row becomes the current one."""
         if not rows:
             return 0
         for r in rows:
@@ -392,9 +396,16 @@ class ResultsStore:
             "WHERE results.status = 'failed'"
         )
 
+        key_match = " AND ".join(f"{_q(c)} = ?" for c in _UNIQUE)
+        mark = (f"UPDATE results SET provenance = provenance || '~' || id WHERE {key_match} AND status = 'ok'"
+                if supersede else None)
+        marks = [tuple(_to_sql({**defaults, **r}, c) for c in _UNIQUE) for r in rows] if supersede else []
+
         def txn() -> int:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
+                if mark is not None:
+                    self._conn.executemany(mark, marks)
                 before = self._conn.total_changes
                 self._conn.executemany(sql, values)
                 added = self._conn.total_changes - before
@@ -433,6 +444,62 @@ class ResultsStore:
             return set()  # a v1 file is migrated when opened for writing; read-only it has nothing to reuse
         sql = "SELECT strategy, params, task, sample_id, seed, provenance FROM results WHERE model = ? AND status = 'ok'"
         return {tuple(r) for r in self._conn.execute(sql, (model,))}
+
+    def finished(self, model: str) -> dict[tuple, list[tuple[int, str]]]:
+        """(strategy, params, task, sample_id, seed) -> [(id, provenance), ...] of one model's finished
+        rows, oldest first (the last is the current version of that key)."""
+        if not self._has_table() or not self._has_status():
+            return {}
+        out: dict[tuple, list[tuple[int, str]]] = {}
+        sql = ("SELECT strategy, params, task, sample_id, seed, id, provenance FROM results "
+               "WHERE model = ? AND status = 'ok' ORDER BY id")
+        for strategy, params, task, sample_id, seed, row_id, prov in self._conn.execute(sql, (model,)):
+            out.setdefault((strategy, params, task, sample_id, seed), []).append((row_id, prov))
+        return out
+
+    def rows_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Stored rows (every column but `id`) by id, e.g. to score a stored output again."""
+        out: dict[int, dict[str, Any]] = {}
+        cols = COLUMNS + STATUS_COLUMNS
+        wanted = list(ids)
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            cur = self._conn.execute(
+                f"SELECT id, {', '.join(_q(c) for c in cols)} FROM results WHERE id IN ({', '.join('?' for _ in chunk)})",
+                chunk,
+            )
+            for r in cur:
+                out[int(r[0])] = dict(zip(cols, r[1:]))
+        return out
+
+    def promote(self, ids: Sequence[int]) -> int:
+        """Make stored rows the current version of their key again (a run that reused an older
+        version of a row, e.g. after switching back to an earlier scoring mode): each gets a new,
+        highest id; nothing else changes. Returns the rows moved."""
+        wanted = sorted(set(int(i) for i in ids))
+        if not wanted:
+            return 0
+
+        def txn() -> int:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                top = self._conn.execute(
+                    "SELECT MAX(m) FROM (SELECT MAX(id) AS m FROM results UNION ALL "
+                    "SELECT seq FROM sqlite_sequence WHERE name = 'results')"
+                ).fetchone()[0] or 0
+                for offset, row_id in enumerate(wanted, start=1):
+                    self._conn.execute("UPDATE results SET id = ? WHERE id = ?", (top + offset, row_id))
+                self._conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'results'", (top + len(wanted),))
+                self._conn.execute("COMMIT")
+                return len(wanted)
+            except BaseException:
+                self._rollback()
+                raise
+
+        try:
+            return self._retry(txn)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise _unusable(self.path, exc) from None
 
     def failures(self, model: str | None = None) -> list[tuple[str, str, str, str]]:
         """(model, task, sample_id, error) of the failed rows a re-run would retry."""

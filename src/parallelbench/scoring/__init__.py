@@ -1,6 +1,6 @@
 """Scorers: exact list and puzzle checks, grammar, ROUGE-L, BLEU, BERTScore, inclusion."""
 
-from parallelbench.scoring.base import Scorer, Scores, get_scorer, register_scorer, score
+from parallelbench.scoring.base import Scorer, Scores, get_scorer, register_scorer, score, scorer_version
 
 
 def score_many(samples, outputs, **kwargs):
@@ -10,4 +10,4 @@ def score_many(samples, outputs, **kwargs):
     return _score_many(samples, outputs, **kwargs)
 
 
-__all__ = ["Scorer", "Scores", "get_scorer", "register_scorer", "score", "score_many"]
+__all__ = ["Scorer", "Scores", "get_scorer", "register_scorer", "score", "score_many", "scorer_version"]

@@ -27,12 +27,26 @@ Scorer = Callable[["Sample", str], Scores]
 _SCORERS: dict[str, Scorer] = {}
 
 
-def register_scorer(name: str) -> Callable[[Scorer], Scorer]:
+_VERSIONS: dict[str, str] = {}  # explicit versions given at registration (part of a row's scoring provenance)
+
+
+def register_scorer(name: str, *, version: str | None = None) -> Callable[[Scorer], Scorer]:
+    """Register a scorer under `name`. `version` (optional) is recorded with every row it scores:
+    bump it when the rules change in code the runner cannot see (data files, other modules)."""
     def deco(fn: Scorer) -> Scorer:
         _SCORERS[name] = fn
+        if version is None:
+            _VERSIONS.pop(name, None)
+        else:
+            _VERSIONS[name] = str(version)
         return fn
 
     return deco
+
+
+def scorer_version(name: str) -> str | None:
+    """The explicit version `name` was registered with, or None."""
+    return _VERSIONS.get(name)
 
 
 def get_scorer(name: str) -> Scorer:

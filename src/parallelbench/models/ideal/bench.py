@@ -190,7 +190,7 @@ def load(arg: str = "", **options: Any) -> IdealBenchModel:
     if arg:
         raise ValueError(f"the ideal model takes no argument (got 'ideal:{arg}'); use the spec 'ideal'")
     known = {"noise_std", "batch_size"}
-    unknown = set(options) - known
+    unknown = sorted(set(options) - known)
     if unknown:
-        raise ValueError(f"unknown option(s) {sorted(unknown)} for the ideal model; known: {sorted(known)}")
+        raise ValueError(f"unknown ideal model option(s) {', '.join(unknown)} for model 'ideal'; valid: {', '.join(sorted(known))}")
     return IdealBenchModel(**options)
