@@ -195,13 +195,14 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
 
     with ResultsStore(db_path, create=False) as store:
         everything = store.frame()
+        state = store.state()
     frame = everything[everything["model"].isin(result.models)]
     report_path = None
     if report and everything.empty:  # every sample failed: a report would be empty
         console.print("[yellow]no report written:[/yellow] the database holds no finished row yet (every sample of "
                       "this run failed); re-run the same command to retry them", soft_wrap=True, highlight=False)
     elif report:
-        report_path = _write_report(db_path, Path(spec.out), console)
+        report_path = _write_report(db_path, Path(spec.out), console, state)
     if report_path is None and not frame.empty:
         from parallelbench.runner.summary import print_summary
 
@@ -231,10 +232,47 @@ def _print_precision(frame, console) -> None:
         console.print(f"[bold]precision:[/bold] {escape(precision_line(task_points(frame)))}", soft_wrap=True, highlight=False)
 
 
-def _write_report(db_path: Path, out_dir: Path, console) -> Path | None:
-    """The analysis helper's HTML report, when that module is installed."""
+REPORT_STATE = ".parallelbench-report.json"  # in the report folder: what the report was built from
+
+
+def _report_state(db_path: Path, state: list[int]) -> dict:
+    """What a report depends on: the database (path and row state) and the report code."""
+    from parallelbench import __version__
+    from parallelbench.runner.provenance import package_fingerprint
+
+    return {"db": str(db_path), "rows": state, "version": __version__, "code": package_fingerprint("analysis")}
+
+
+def _up_to_date(out_dir: Path, wanted: dict) -> Path | None:
+    """The report written from exactly this database state by this code, if it is still there."""
+    import json
+
+    try:
+        held = json.loads((out_dir / REPORT_STATE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(held, dict) or {k: held.get(k) for k in wanted} != wanted:
+        return None
+    page = Path(str(held.get("page", "")))
+    try:  # rewritten since (e.g. by `parallelbench report` with other options): not ours to keep
+        return page if page.stat().st_mtime_ns == held.get("page_mtime_ns") else None
+    except OSError:
+        return None
+
+
+def _write_report(db_path: Path, out_dir: Path, console, state: list[int] | None = None) -> Path | None:
+    """The analysis helper's HTML report, when that module is installed. A resumed run that changed
+    nothing in the database keeps the report it wrote last time (building it is most of a resume)."""
+    import json
+
     from rich.markup import escape
 
+    wanted = _report_state(db_path, state) if state is not None else None
+    if wanted is not None:
+        kept = _up_to_date(out_dir, wanted)
+        if kept is not None:
+            console.print("[dim]the report is up to date (the database has not changed since it was written)[/dim]")
+            return kept.resolve()
     try:
         from parallelbench.analysis.report import write_report
     except ImportError:
@@ -251,7 +289,14 @@ def _write_report(db_path: Path, out_dir: Path, console) -> Path | None:
         console.print(f"[yellow]the report could not be written[/yellow] ({type(exc).__name__}: {escape(str(exc))}); "
                       "results are saved, try `parallelbench report`")
         return None
-    return Path(written).resolve() if written else out_dir.resolve()
+    page = Path(written).resolve() if written else out_dir.resolve()
+    if wanted is not None and page.is_file():
+        try:
+            (out_dir / REPORT_STATE).write_text(json.dumps({**wanted, "page": str(page),
+                                                            "page_mtime_ns": page.stat().st_mtime_ns}))
+        except OSError:
+            pass  # only a shortcut for the next resume
+    return page
 
 
 @results_app.callback()

@@ -517,6 +517,16 @@ class ResultsStore:
             return 0
         return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
 
+    def state(self) -> list[int]:
+        """[rows, highest id, finished rows]: changes whenever what `frame()` shows can change (rows are
+        only added, superseded, promoted to a new id, or turned from failed to finished)."""
+        if not self._has_table():
+            return [0, 0, 0]
+        ok = " WHERE status = 'ok'" if self._has_status() else ""
+        rows, top = self._conn.execute("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM results").fetchone()
+        finished = self._conn.execute(f"SELECT COUNT(*) FROM results{ok}").fetchone()[0]
+        return [int(rows), int(top), int(finished)]
+
     def _where(self, all_versions: bool) -> str:
         """Finished rows only; unless `all_versions`, only the newest row of each key (rows of
         an older model, data or strategy version stay stored but are not what results show)."""
