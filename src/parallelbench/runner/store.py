@@ -57,8 +57,8 @@ JSON_COLUMNS: tuple[str, ...] = ("params", "scores", "tokens_per_step", "order",
 KEY_COLUMNS: tuple[str, ...] = ("model", "strategy", "params", "task", "sample_id", "seed")
 # Outside contract 5 (not in the frame): whether the row is a result ('ok') or a sample whose
 # decoding failed ('failed', with its one-line `error`, retried by a re-run), and the
-# provenance hash of what produced it (see `provenance`): a row is reused only when the
-# model, its versions, the task data and the strategy options all match.
+# provenance of what produced it ("DECODING-SCORING", see `runner.provenance`): a row is
+# reused only when both halves match, and rescored when only the scoring half differs.
 STATUS_COLUMNS: tuple[str, ...] = ("status", "error", "provenance")
 _UNIQUE: tuple[str, ...] = KEY_COLUMNS + ("provenance",)
 
@@ -92,8 +92,10 @@ def _schema() -> str:
 
 
 def provenance(model: str, model_versions: Any, data_version: str, strategy: str, params: str) -> str:
-    """A short hash of what produced a row: the model spec and its `versions()`, the task's data
-    version, the strategy and its full options. Equal hash, reusable row."""
+    """The provenance rows had before issue 25 (model spec and `versions()`, task data version,
+    strategy and options), still what a migrated v1 row gets. Runs now key rows on
+    `runner.provenance` (code, options, samples and scorer too), so such rows are kept but
+    decoded again."""
     desc = canonical_json({"model": model, "versions": model_versions or {}, "data": data_version or "",
                            "strategy": strategy, "params": params})
     return hashlib.sha256(desc.encode()).hexdigest()[:16]

@@ -338,7 +338,7 @@ def rescore_rows(items: Sequence[Rescore], stored: dict[int, dict[str, Any]], mo
         except (TypeError, ValueError):
             versions = {}
         versions = versions if isinstance(versions, dict) else {}
-        versions.update({**it.row_versions, "scorer": dict(sc.meta), "rescored_from": it.row_id})
+        versions.update({**it.row_versions, "scorer": dict(sc.meta), "rescored_from": old.get("provenance")})
         rows.append({**old, **_score_fields(sc), "versions": canonical_json(versions), "created_at": now,
                      "status": "ok", "error": None, "provenance": it.provenance})
     return rows
