@@ -211,7 +211,7 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
     rescored = f"{result.rows_rescored} rescored without decoding, " if result.rows_rescored else ""
     console.print(
         f"[bold]results database:[/bold] {db_path}  ({result.rows_added} rows added, {rescored}"
-        f"{result.rows_skipped} already there, {result.wall_time:.1f} s)"
+        f"{result.rows_skipped} already there, {result.wall_time:.1f} s)", soft_wrap=True
     )
     if report_path is not None:
         console.print(f"[bold]report:[/bold] {report_path}")
