@@ -324,3 +324,26 @@ def test_fingerprints_hold_no_paths_and_are_cheap() -> None:
     prov = Provenance()
     version = prov.scorer_version(sample.scorer)
     assert "/" not in version and str(Path.cwd()) not in version
+
+
+def test_run_force_on_the_command_line(tmp_path: Path) -> None:
+    args = ["run", "-m", "ideal", "-t", TASK, "-s", "confidence-topk", "--k", "1", "-n", str(N), "--no-report",
+            "--no-progress", "--db", str(tmp_path / "r.db")]
+    env = {"COLUMNS": "200"}
+    assert "--force" in CliRunner().invoke(app, ["run", "--help"], env=env).output
+    assert f"({N} rows added, 0 already there" in CliRunner().invoke(app, args, env=env).output
+    assert f"(0 rows added, {N} already there" in CliRunner().invoke(app, args, env=env).output
+    forced = CliRunner().invoke(app, [*args, "--force"], env=env)
+    assert forced.exit_code == 0 and f"({N} rows added, 0 already there" in forced.output
+    shown = CliRunner().invoke(app, ["results", "--db", str(tmp_path / "r.db"), "--all-versions"], env=env)
+    assert shown.exit_code == 0 and "ideal [v:" in shown.output
+    assert len(_frame(tmp_path)) == N and len(_frame(tmp_path, all_versions=True)) == 2 * N
+
+
+def test_options_that_change_outputs_recompute_and_neutral_ones_do_not(tmp_path: Path) -> None:
+    assert _run(tmp_path).rows_added == N
+    assert _run(tmp_path, model_options=["batch_size=2"]).rows_skipped == N  # batching leaves rows alone
+    assert _run(tmp_path, model_options=["noise_std=0.01"]).rows_added == N  # the model's noise does not
+    assert _run(tmp_path, model_options=["noise_std=0.01", "batch_size=4"]).rows_skipped == N
+    versions = json.loads(_frame(tmp_path)["versions"].iloc[0])
+    assert versions["model_options"] == {"noise_std": 0.01}
