@@ -6,8 +6,9 @@ sample list for one (model, config, seed): chunks are cut from the full list, ne
 from what is left to do, and each chunk decodes with a seed derived from its own
 identity. So a unit's outputs do not depend on which executor, worker or process
 ran it, or on what finished before; a unit is skipped only when all its rows exist
-(a partly present unit, e.g. after changing --batch-size, runs whole and the database
-keeps the rows it already had).
+with this run's provenance (`runner.provenance`), or need only scoring again (a partly
+present unit, e.g. after changing --batch-size, runs whole and the database keeps the
+rows it already had).
 """
 
 from __future__ import annotations
@@ -239,26 +240,16 @@ def plan_units(
                                             "scorer_version": provenance.scorer_version(s.scorer)})
                     status = [_status(finished.get(k), provs[i] if provs else None) for i, k in enumerate(keys)]
                     if not force and all(st[0] != "decode" for st in status):
-                        for (what, row_id, current), s, prov, detail in zip(status, chunk, provs or [""] * len(chunk),
-                                                                            details or [{}] * len(chunk)):
-                            if what == "reuse":
-                                out.skipped += 1
-                                if not current:
-                                    out.promote.append(row_id)
-                            else:
-                                out.rescore.append(Rescore(row_id, s, prov, detail))
+                        for i in range(len(chunk)):
+                            _settle(out, status[i], chunk[i], provs[i] if provs else "", details[i] if details else {})
                         continue
                     anchor = ""
                     if model_kind in PER_SAMPLE_KINDS and provenance is not None and not force:
                         # one request per sample: send only what is missing (a re-run retries just the failed)
                         missing = [i for i, st in enumerate(status) if st[0] == "decode"]
-                        for i, st in enumerate(status):
-                            if st[0] == "reuse":
-                                out.skipped += 1
-                                if not st[2]:
-                                    out.promote.append(st[1])
-                            elif st[0] == "rescore":
-                                out.rescore.append(Rescore(st[1], chunk[i], provs[i], details[i]))
+                        for i in range(len(chunk)):
+                            if status[i][0] != "decode":
+                                _settle(out, status[i], chunk[i], provs[i], details[i])
                         anchor = chunk[0].id
                         chunk, keys = [chunk[i] for i in missing], [keys[i] for i in missing]
                         provs, details = [provs[i] for i in missing], [details[i] for i in missing]
@@ -267,6 +258,19 @@ def plan_units(
                                  anchor, provs, details, model_name, scoring)
                     )
     return out
+
+
+def _settle(out: UnitPlan, status: tuple[str, int, bool], sample: "Sample", prov: str,
+            detail: dict[str, Any]) -> None:
+    """Book a row that needs no decoding: reused as it is (made current if an older version is),
+    or its stored output scored again."""
+    what, row_id, current = status
+    if what == "reuse":
+        out.skipped += 1
+        if not current:
+            out.promote.append(row_id)
+    else:
+        out.rescore.append(Rescore(row_id, sample, prov, detail))
 
 
 def _status(stored: list[tuple[int, str]] | None, wanted: str | None) -> tuple[str, int, bool]:
