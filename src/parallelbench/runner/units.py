@@ -85,8 +85,8 @@ def task_data_version(task: "Task") -> str:
 def configs_for(plan: Plan, task_id: str, model_kind: str) -> list[Config]:
     """Autoregressive and API models run once per task, with no strategy; others run every config.
 
-    The ideal model handles semi-AR block lengths itself (it pads each answer region
-    with EOS up to a multiple of the block), so it gets every config too.
+    The ideal model decodes the task's canvas like the others (an answer longer than it gets
+    a canvas rounded up to the block length), so it gets every config too.
     """
     if model_kind in NON_DIFFUSION_KINDS:
         return [AUTOREGRESSIVE_CONFIG]
