@@ -299,6 +299,8 @@ class RunSpec:
                 raise SpecError(f"unknown sweep {s!r}; valid sweeps: {', '.join(SWEEPS)}")
         if self.scoring not in SCORING_MODES:
             raise SpecError(f"unknown scoring mode {self.scoring!r}; valid modes: {', '.join(SCORING_MODES)}")
+        if self.scoring != "default":
+            _check_scorer_has_modes(self.scoring)
 
     def _grids(self) -> list[StrategyGrid]:
         grids = list(self.strategies)
@@ -366,6 +368,17 @@ def check_model(spec: str) -> None:
             f"model spec {spec!r} is not available in this install yet (no module {module}); "
             f"valid forms: {registry.VALID_FORMS}"
         )
+
+
+def _check_scorer_has_modes(mode: str) -> None:
+    """A non-default --scoring needs `parallelbench.scoring.score(..., mode=...)`; say so up front."""
+    import inspect
+
+    import parallelbench.scoring as scoring
+
+    if "mode" not in inspect.signature(scoring.score).parameters:
+        raise SpecError(f"--scoring {mode} needs a scorer with scoring modes, which this install lacks; "
+                        "run with --scoring default or upgrade parallelbench")
 
 
 def check_model_options(spec: str, options: dict[str, Any]) -> None:
