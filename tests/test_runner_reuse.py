@@ -347,3 +347,15 @@ def test_options_that_change_outputs_recompute_and_neutral_ones_do_not(tmp_path:
     assert _run(tmp_path, model_options=["noise_std=0.01", "batch_size=4"]).rows_skipped == N
     versions = json.loads(_frame(tmp_path)["versions"].iloc[0])
     assert versions["model_options"] == {"noise_std": 0.01}
+
+
+def test_the_documented_yaml_spec_plans(tmp_path: Path, user_dir) -> None:
+    """docs/runner.md's grid.yaml passes the option checks (every model of it takes its options)."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "runner.md").read_text()
+    block = text.split("# grid.yaml", 1)[1].split("```", 1)[0]
+    user_dir("my_module", STRATEGY.replace("{edit}", ""))  # the spec names my_module:MyStrategy
+    (tmp_path / "grid.yaml").write_text("# grid.yaml" + block)
+    spec = RunSpec.from_yaml(tmp_path / "grid.yaml")
+    assert spec.model_options and spec.scoring == "default"
+    plan = spec.plan()
+    assert plan.models == ["tiny", "ideal"]
