@@ -359,3 +359,21 @@ def test_the_documented_yaml_spec_plans(tmp_path: Path, user_dir) -> None:
     assert spec.model_options and spec.scoring == "default"
     plan = spec.plan()
     assert plan.models == ["tiny", "ideal"]
+
+
+def test_store_supersede_and_promote_keep_every_row(tmp_path: Path) -> None:
+    base = {"model": "m", "strategy": "s", "params": "{}", "task": "t", "seed": 0, "output": "x", "score": 1.0}
+    with ResultsStore(tmp_path / "s.db") as store:
+        store.write([{**base, "sample_id": str(i), "provenance": "a-1"} for i in range(3)])
+        assert store.write([{**base, "sample_id": "0", "provenance": "a-1", "output": "y"}]) == 0  # a duplicate
+        assert store.write([{**base, "sample_id": "0", "provenance": "a-1", "output": "y"}], supersede=True) == 1
+        versions = store.finished("m")[("s", "{}", "t", "0", 0)]
+        assert [prov for _, prov in versions] == [f"a-1~{versions[0][0]}", "a-1"]  # the old one kept, marked
+        store.write([{**base, "sample_id": "1", "provenance": "a-2", "output": "z"}])
+        assert store.promote([2]) == 1  # the first version of sample 1 is current again
+        store.write([{**base, "sample_id": "9", "provenance": "a-1"}])  # new ids still come after
+        current = {r["sample_id"]: r["output"] for r in store.iter_rows()}
+        assert current == {"0": "y", "1": "x", "2": "x", "9": "x"}
+        assert store.count() == 6 and len(store.frame(all_versions=True)) == 6
+        last = store._conn.execute("SELECT sample_id FROM results ORDER BY id DESC LIMIT 1").fetchone()[0]
+        assert last == "9"
