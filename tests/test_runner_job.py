@@ -35,7 +35,8 @@ def test_run_writes_one_complete_row_per_sample_and_resumes(workdir: Path) -> No
     assert set(frame["config"]) == {"confidence-topk[k=1]", "confidence-topk[k=2]"}
     assert set(frame["category"]) == {"waiting_line", "puzzle"}
     row = frame[(frame["config"] == "confidence-topk[k=2]") & (frame["task"] == "waiting_line/copy")].iloc[0]
-    assert row["model"] == "py:fake_models:make" and row["model_kind"] == "diffusion"
+    assert row["model"] == "fake" and row["model_kind"] == "diffusion"  # the name the factory's model reports
+    assert json.loads(row["versions"])["model_spec"] == "py:fake_models:make"  # and the spec beside it
     assert row["strategy_kind"] == "topk" and json.loads(row["params"])["k"] == 2
     assert row["nfe"] == 16 and row["num_tokens"] == 32 and row["tps"] == pytest.approx(2.0)
     assert json.loads(row["tokens_per_step"]) == [2] * 16 and len(json.loads(row["order"])) == 32

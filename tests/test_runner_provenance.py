@@ -53,7 +53,9 @@ def test_rows_are_reused_only_while_model_and_data_versions_match(tmp_path: Path
     assert len(labels) == 3 and "weights=retrained" in shown.output and "data=other-data" in shown.output
 
 
-def test_a_v1_database_is_migrated_and_its_rows_stay_reusable(tmp_path: Path) -> None:
+def test_a_v1_database_is_migrated_and_its_rows_kept_but_recomputed(tmp_path: Path) -> None:
+    """v1 rows lack the fingerprints of code, options and samples (issue 25): they are kept, readable
+    and listed under --all-versions, but a run cannot prove they match, so it decodes them again."""
     db = tmp_path / "r.db"
     _run(db)
     with ResultsStore(db, create=False) as store:
@@ -74,14 +76,17 @@ def test_a_v1_database_is_migrated_and_its_rows_stay_reusable(tmp_path: Path) ->
     with ResultsStore(old, create=False) as store:  # read-only: readable as it is
         assert len(store.frame()) == 3
     again = _run(old)  # opening for writing migrates
-    assert again.rows_added == 0 and again.rows_skipped == 3
+    assert again.rows_added == 3 and again.rows_skipped == 0
+    assert _run(old).rows_skipped == 3  # the new rows are reused from now on
     con = sqlite3.connect(old)
     assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
-    stored = con.execute("SELECT status, provenance, versions, model, strategy, params FROM results").fetchall()
+    stored = con.execute("SELECT status, provenance, versions, model, strategy, params FROM results ORDER BY id").fetchall()
     con.close()
-    assert len(stored) == 3 and all(s == "ok" for s, *_ in stored)
-    for _, prov, versions, model, strategy, params in stored:
+    assert len(stored) == 6 and all(s == "ok" for s, *_ in stored)
+    for _, prov, versions, model, strategy, params in stored[:3]:  # the migrated rows, as v1 recorded them
         assert prov == row_provenance({"versions": versions, "model": model, "strategy": strategy, "params": params})
+    with ResultsStore(old, create=False) as store:
+        assert len(store.frame()) == 3 and len(store.frame(all_versions=True)) == 6
 
 
 def test_failed_rows_are_kept_apart_and_replaced_by_a_later_success(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,7 @@ from parallelbench.scoring.parse import one_line_grid
 from parallelbench.scoring.puzzles import is_latin_square, is_valid_sudoku
 from parallelbench.tasks.base import Sample
 
-RELEASE = Path(__file__).resolve().parents[2] / "shared" / "official-parallelbench"
+from release_files import RELEASE, missing  # noqa: E402  (the release's files: where, and how to get them)
 SYMBOLS = ["H", "4", "A", "C"]
 SQUARE = "H,4,A,C 4,C,H,A C,A,4,H A,H,C,4"
 PUZZLE, SOLUTION = "0042 2031 4023 3214", "1342 2431 4123 3214"
@@ -130,7 +129,7 @@ def test_is_valid_sudoku_checks_boxes():
 def _release_lines(name: str) -> list[dict]:
     path = RELEASE / name
     if not path.exists():
-        pytest.skip(f"{path} is not available")
+        pytest.skip(missing(path))
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 

@@ -1,7 +1,6 @@
 """`parallelbench tasks` commands and the export / import round trips."""
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -11,7 +10,7 @@ from parallelbench.tasks import get_task
 from parallelbench.tasks.base import Sample
 from parallelbench.tasks.export import export_tasks, read_samples, task_filename
 
-RELEASE = Path(__file__).resolve().parents[2] / "shared" / "official-parallelbench"
+from release_files import MISSING, RELEASE  # noqa: E402  (the release's files: where, and how to get them)
 runner = CliRunner()
 
 
@@ -93,7 +92,7 @@ def test_read_samples_errors_name_the_problem(tmp_path):
         read_samples(bad)
 
 
-@pytest.mark.skipif(not RELEASE.is_dir(), reason=f"the original release's files are not at {RELEASE}")
+@pytest.mark.skipif(not RELEASE.is_dir(), reason=MISSING)
 def test_import_command_writes_release_samples(tmp_path):
     out = tmp_path / "official.jsonl"
     result = run("import", str(RELEASE), "--out", str(out), "--tasks", "paper")

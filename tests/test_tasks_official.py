@@ -1,21 +1,20 @@
 """The original release's frozen files load into our format and score as the paper says.
 
-Reads ../shared/official-parallelbench directly (never copied into the project).
+Reads the release files from $PARALLELBENCH_RELEASE or ../shared/official-parallelbench directly (never
+copied into the project; `tests/release_files.py` says how to get them).
 """
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from parallelbench.tasks import resolve_tasks, valid_answers
 from parallelbench.tasks.official import load_release, task_id_for
 
-RELEASE = Path(__file__).resolve().parents[2] / "shared" / "official-parallelbench"
-pytestmark = pytest.mark.skipif(
-    not RELEASE.is_dir(), reason=f"the original release's files are not at {RELEASE} (shared folder absent)"
-)
+from release_files import MISSING, RELEASE  # noqa: E402  (the release's files: where, and how to get them)
+
+pytestmark = pytest.mark.skipif(not RELEASE.is_dir(), reason=MISSING)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 import dataclasses
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,7 @@ from parallelbench.tasks._listops import sort_key
 from parallelbench.tasks.synthetic import synthetic_task
 from parallelbench.tasks.waiting_line import OPS, PROMPTS
 
-RELEASE = Path(__file__).resolve().parents[2] / "shared" / "official-parallelbench"
+from release_files import MISSING, RELEASE  # noqa: E402  (the release's files: where, and how to get them)
 WL_OPS = ["copy", "sort", "reverse", "shuffle", "insert_index", "insert_random",
           "remove_index", "remove_random", "replace_index", "replace_random"]
 
@@ -48,7 +47,7 @@ def test_shots_and_token_budgets_follow_the_paper():
     assert get_task("synthetic/shuffle").max_new_tokens == 32
 
 
-@pytest.mark.skipif(not RELEASE.is_dir(), reason=f"release files not found at {RELEASE}")
+@pytest.mark.skipif(not RELEASE.is_dir(), reason=MISSING)
 def test_waiting_line_prompts_match_the_release_templates_word_for_word():
     yaml = pytest.importorskip("yaml")
     config = yaml.safe_load((RELEASE / "waiting_line" / "task_config.yaml").read_text())

@@ -10,7 +10,8 @@ stray file there never runs for the built-in models).
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import inspect
+from typing import Any, Callable
 
 from parallelbench.models.base import BenchModel
 
@@ -24,6 +25,20 @@ _LOADERS: dict[str, str] = {
     "hf:": "parallelbench.models.hf:load",
     "api:": "parallelbench.models.api:load",
     "py:": "parallelbench.models.registry:load_python",
+}
+
+# spec (or prefix ending in ":") -> "module:NAME" of the loader's declared options, a dict
+# {option: True if it can change outputs}. Output-neutral options (device, batch size, threads,
+# timeouts...) are left out of a row's provenance; the others are part of it. `py:` factories
+# declare theirs by their signature (a factory with **kwargs accepts any option).
+_OPTIONS: dict[str, str] = {
+    "tiny": "parallelbench.models.tiny:TINY_OPTIONS",
+    "tiny:": "parallelbench.models.tiny:TINY_OPTIONS",
+    "tiny-uniform": "parallelbench.models.tiny:UNIFORM_OPTIONS",
+    "tiny-uniform:": "parallelbench.models.tiny:UNIFORM_OPTIONS",
+    "ideal": "parallelbench.models.ideal:OPTIONS",
+    "hf:": "parallelbench.models.hf.options:OPTIONS",
+    "api:": "parallelbench.models.api.options:OPTIONS",
 }
 
 VALID_FORMS = "tiny, tiny-uniform, tiny:<dir>, tiny-uniform:<dir>, ideal, hf:<path-or-hub-id>, api:<name>, py:<module>:<function>"
@@ -51,8 +66,8 @@ def check_spec(spec: str) -> None:
         raise ModelSpecError(f"model spec {spec!r} must look like py:<module>:<function>; valid forms: {VALID_FORMS}")
 
 
-def load_python(arg: str, **options: Any) -> BenchModel:
-    """``py:<module>:<function>``: call a user factory (with the options) that returns a BenchModel."""
+def python_factory(arg: str) -> Callable[..., BenchModel]:
+    """The user factory behind ``py:<module>:<function>`` (imported, not called)."""
     from parallelbench.userimport import import_user_module
 
     module_name, _, fn_name = arg.rpartition(":")
@@ -62,11 +77,61 @@ def load_python(arg: str, **options: Any) -> BenchModel:
         factory = getattr(import_user_module(module_name), fn_name)
     except (ImportError, AttributeError) as exc:
         raise ModelSpecError(f"model spec 'py:{arg}': cannot import {fn_name} from {module_name} ({exc})") from exc
-    return factory(**options)
+    if not callable(factory):
+        raise ModelSpecError(f"model spec 'py:{arg}': {fn_name} in {module_name} is a {type(factory).__name__}, "
+                             "not a function returning a model")
+    return factory
+
+
+def load_python(arg: str, **options: Any) -> BenchModel:
+    """``py:<module>:<function>``: call a user factory (with the options) that returns a BenchModel."""
+    return python_factory(arg)(**options)
+
+
+def declared_options(spec: str) -> dict[str, bool] | None:
+    """{option: can it change outputs} that the spec's loader accepts; None when it accepts any
+    (a `py:` factory with **kwargs) or when this install cannot tell (its loader is missing)."""
+    _, arg = _loader_for(spec)
+    if spec.startswith("py:"):
+        try:
+            signature = inspect.signature(python_factory(arg))
+        except (TypeError, ValueError):  # a compiled factory without a signature: cannot tell
+            return None
+        params = signature.parameters.values()
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            return None
+        return {p.name: True for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    where = _OPTIONS.get(spec) or _OPTIONS.get(spec.split(":", 1)[0] + ":")
+    if where is None:
+        return None
+    module_name, name = where.split(":")
+    try:
+        return dict(getattr(importlib.import_module(module_name), name))
+    except (ImportError, AttributeError):  # e.g. the api extra is not installed: the loader will say
+        return None
+
+
+def check_options(spec: str, options: dict[str, Any]) -> None:
+    """One `ModelSpecError` line naming unknown options and the valid ones, before anything loads."""
+    declared = declared_options(spec)
+    if declared is None:
+        return
+    unknown = sorted(set(options) - set(declared))
+    if unknown:
+        valid = ", ".join(sorted(declared)) or "none (it takes no options)"
+        kind = spec.split(":", 1)[0]
+        raise ModelSpecError(f"unknown {kind} model option(s) {', '.join(unknown)} for model {spec!r}; valid: {valid}")
+
+
+def output_options(spec: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The given options that can change outputs (all of them where the loader does not say)."""
+    declared = declared_options(spec) or {}
+    return {k: v for k, v in sorted(options.items()) if declared.get(k, True)}
 
 
 def load_model(spec: str, **options: Any) -> BenchModel:
     target, arg = _loader_for(spec)
+    check_options(spec, options)
     module_name, fn_name = target.split(":")
     try:
         module = importlib.import_module(module_name)

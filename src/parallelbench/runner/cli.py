@@ -12,7 +12,7 @@ import typer
 
 RUN_HELP = """Run an evaluation grid: models x strategy configs x tasks x samples x seeds.
 
-Every decoded sample is one row of the results database; rerunning skips finished rows, so an interrupted run resumes where it stopped. With no arguments this is the main job: the bundled model (or the ideal model until it exists) on Waiting Line and Puzzles with the `quick` sweep, then the report.
+Every decoded sample is one row of the results database; rerunning skips finished rows whose provenance matches (model, its options and code, strategy code and options, the task's samples, scorer version and --scoring mode), so an interrupted run resumes where it stopped; --force recomputes them. With no arguments this is the main job: the bundled model (or the ideal model until it exists) on Waiting Line and Puzzles with the `quick` sweep, then the report.
 
 Examples:
 
@@ -23,6 +23,8 @@ Examples:
   parallelbench run --strategy my_module:MyStrategy --k 1,2 --baselines
 
   parallelbench run --spec grid.yaml --executor ray --workers 4
+
+  parallelbench run --model ideal --tasks waiting_line/copy --strategy random --k 2 --scoring paper
 """
 
 results_app = typer.Typer(
@@ -67,7 +69,9 @@ def run(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Existing Ray cluster address (default: start a local one)."),
     gpus_per_worker: Optional[float] = typer.Option(None, "--gpus-per-worker", help="Ray: GPUs each actor reserves (1 = one actor per GPU; default 0, CPU workers)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads per decoding process (default 1: oversubscribed cores slow decoding many times over; raise it for big CPU models on an idle machine)."),
-    model_opt: List[str] = typer.Option([], "--model-opt", help="Model loader option KEY=VALUE (repeatable), e.g. --model-opt device=cuda."),
+    model_opt: List[str] = typer.Option([], "--model-opt", help="Model loader option KEY=VALUE (repeatable), e.g. --model-opt device=cuda. Unknown keys fail before anything loads."),
+    scoring: Optional[str] = typer.Option(None, "--scoring", help="Scoring mode: default (the project's rules) or paper (the reference metric's). Rows decoded before are scored again without decoding."),
+    force: bool = typer.Option(False, "--force", help="Recompute rows even where matching ones are stored; the new rows become the current version, the old stay under `results --all-versions`."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report when the run ends."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print the plan; decode nothing, write nothing."),
@@ -97,6 +101,8 @@ def run(
             gpus_per_worker=gpus_per_worker,
             threads=threads,
             model_options=model_opt,
+            scoring=scoring,
+            force=force or None,
         )
         if dry_run:
             _print_plan(spec.plan(), console)
@@ -183,27 +189,34 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
         skipped = ", ".join(sorted({t for _, t, _ in result.skipped}))
         _fail(f"nothing ran: every task was skipped ({skipped}); pick tasks the model can decode")
     db_path = result.db.resolve()
-    report_path = _write_report(db_path, Path(spec.out), console) if report else None
+    from rich.markup import escape
+
     from parallelbench.runner.store import ResultsStore
 
     with ResultsStore(db_path, create=False) as store:
-        frame = store.frame()
-    frame = frame[frame["model"].isin(result.models)]
-    if report_path is None:
+        everything = store.frame()
+        state = store.state()
+    frame = everything[everything["model"].isin(result.models)]
+    report_path = None
+    if report and everything.empty:  # every sample failed: a report would be empty
+        console.print("[yellow]no report written:[/yellow] the database holds no finished row yet (every sample of "
+                      "this run failed); re-run the same command to retry them", soft_wrap=True, highlight=False)
+    elif report:
+        report_path = _write_report(db_path, Path(spec.out), console, state)
+    if report_path is None and not frame.empty:
         from parallelbench.runner.summary import print_summary
 
         print_summary(frame, console)
     _print_precision(frame, console)
+    rescored = f"{result.rows_rescored} rescored without decoding, " if result.rows_rescored else ""
     console.print(
-        f"[bold]results database:[/bold] {db_path}  ({result.rows_added} rows added, "
-        f"{result.rows_skipped} already there, {result.wall_time:.1f} s)"
+        f"[bold]results database:[/bold] {db_path}  ({result.rows_added} rows added, {rescored}"
+        f"{result.rows_skipped} already there, {result.wall_time:.1f} s)", soft_wrap=True
     )
     if report_path is not None:
         console.print(f"[bold]report:[/bold] {report_path}")
     console.print("[dim]next: parallelbench results --db " + str(db_path) + "[/dim]")
     if result.failed:  # stored as failed rows, not as wrong answers; a re-run retries only those
-        from rich.markup import escape
-
         console.print(f"[bold red]{escape(result.failure_line())}[/bold red]", soft_wrap=True, highlight=False)
         raise typer.Exit(1)
 
@@ -219,10 +232,47 @@ def _print_precision(frame, console) -> None:
         console.print(f"[bold]precision:[/bold] {escape(precision_line(task_points(frame)))}", soft_wrap=True, highlight=False)
 
 
-def _write_report(db_path: Path, out_dir: Path, console) -> Path | None:
-    """The analysis helper's HTML report, when that module is installed."""
+REPORT_STATE = ".parallelbench-report.json"  # in the report folder: what the report was built from
+
+
+def _report_state(db_path: Path, state: list[int]) -> dict:
+    """What a report depends on: the database (path and row state) and the report code."""
+    from parallelbench import __version__
+    from parallelbench.runner.provenance import package_fingerprint
+
+    return {"db": str(db_path), "rows": state, "version": __version__, "code": package_fingerprint("analysis")}
+
+
+def _up_to_date(out_dir: Path, wanted: dict) -> Path | None:
+    """The report written from exactly this database state by this code, if it is still there."""
+    import json
+
+    try:
+        held = json.loads((out_dir / REPORT_STATE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(held, dict) or {k: held.get(k) for k in wanted} != wanted:
+        return None
+    page = Path(str(held.get("page", "")))
+    try:  # rewritten since (e.g. by `parallelbench report` with other options): not ours to keep
+        return page if page.stat().st_mtime_ns == held.get("page_mtime_ns") else None
+    except OSError:
+        return None
+
+
+def _write_report(db_path: Path, out_dir: Path, console, state: list[int] | None = None) -> Path | None:
+    """The analysis helper's HTML report, when that module is installed. A resumed run that changed
+    nothing in the database keeps the report it wrote last time (building it is most of a resume)."""
+    import json
+
     from rich.markup import escape
 
+    wanted = _report_state(db_path, state) if state is not None else None
+    if wanted is not None:
+        kept = _up_to_date(out_dir, wanted)
+        if kept is not None:
+            console.print("[dim]the report is up to date (the database has not changed since it was written)[/dim]")
+            return kept.resolve()
     try:
         from parallelbench.analysis.report import write_report
     except ImportError:
@@ -239,7 +289,14 @@ def _write_report(db_path: Path, out_dir: Path, console) -> Path | None:
         console.print(f"[yellow]the report could not be written[/yellow] ({type(exc).__name__}: {escape(str(exc))}); "
                       "results are saved, try `parallelbench report`")
         return None
-    return Path(written).resolve() if written else out_dir.resolve()
+    page = Path(written).resolve() if written else out_dir.resolve()
+    if wanted is not None and page.is_file():
+        try:
+            (out_dir / REPORT_STATE).write_text(json.dumps({**wanted, "page": str(page),
+                                                            "page_mtime_ns": page.stat().st_mtime_ns}))
+        except OSError:
+            pass  # only a shortcut for the next resume
+    return page
 
 
 @results_app.callback()
@@ -290,7 +347,7 @@ def results(
         return
     selected = frame
     if model:
-        selected = selected[selected["model"].isin([m.strip() for m in model.split(",")])]
+        selected = selected[_model_matches(selected, [m.strip() for m in model.split(",")])]
     if tasks:
         selected = selected[selected["task"].isin(_task_ids(tasks))]
     if selected.empty:
@@ -321,6 +378,24 @@ def results(
             console.print(f"[dim]{escape(label)}: {escape(desc)}[/dim]", soft_wrap=True, highlight=False)
 
 
+def _model_matches(frame, wanted: list[str]):
+    """Rows whose model is one of `wanted`, by the name they carry or the spec they were run as
+    (a `py:` factory's rows carry the name its model reports; `versions.model_spec` keeps the spec)."""
+    import json
+
+    def spec_of(versions: str) -> str:
+        try:
+            value = json.loads(versions or "{}")
+        except (TypeError, ValueError):
+            return ""
+        return str(value.get("model_spec", "")) if isinstance(value, dict) else ""
+
+    by_name = frame["model"].isin(wanted)
+    if by_name.all():
+        return by_name
+    return by_name | frame["versions"].map(spec_of).isin(wanted)
+
+
 def _print_comparison(frame, names: tuple[str, str], console) -> None:
     from rich.markup import escape
 
@@ -336,8 +411,9 @@ def _print_comparison(frame, names: tuple[str, str], console) -> None:
 
 
 def _versioned(model: str, versions_json: str, legend: dict[str, str]) -> str:
-    """`model [v:1a2b3c4d]`: the model spec and a short hash of what produced the row
-    (model versions and task data version); `legend` gets the hash -> readable versions."""
+    """`model [v:1a2b3c4d]`: the model and a short hash of what produced the row (model versions,
+    options and spec, strategy and factory code, task data version, scorer version and scoring
+    mode; not the per-sample hash); `legend` gets the hash -> readable versions."""
     import hashlib
     import json
 
@@ -348,6 +424,16 @@ def _versioned(model: str, versions_json: str, legend: dict[str, str]) -> str:
     versions = versions if isinstance(versions, dict) else {}
     model_versions = versions.get("model") if isinstance(versions.get("model"), dict) else {}
     what = {**{str(k): str(v) for k, v in model_versions.items()}, "data": str(versions.get("data", "?"))}
+    # what else a row's provenance holds (rows written before it was recorded lack these)
+    options = versions.get("model_options")
+    if isinstance(options, dict) and options:
+        what.update({f"option.{k}": str(v) for k, v in options.items()})
+    code = versions.get("code")
+    if isinstance(code, dict):
+        what.update({f"code.{k}": str(v) for k, v in code.items()})
+    for key in ("model_spec", "scorer_version", "scoring"):
+        if versions.get(key) not in (None, ""):
+            what[key] = str(versions[key])
     label = "v:" + hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:8]
     if label not in legend:
         text = ", ".join(f"{k}={v[:24]}" for k, v in sorted(what.items()))

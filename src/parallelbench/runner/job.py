@@ -21,8 +21,10 @@ from parallelbench.runner.progress import RunProgress
 from parallelbench.runner.spec import FALLBACK_MODEL, Plan, RunSpec, SpecError, check_model
 from parallelbench.runner.store import ResultsStore
 
+from parallelbench.runner.provenance import Provenance
+from parallelbench.runner.units import plan_units, rescore_rows, unsupported_tasks
+
 MEDUSA_MODES = ("medusa", "medusa-verified")  # strategies only a causal LM with Medusa heads decodes
-from parallelbench.runner.units import make_units, unsupported_tasks
 
 
 @dataclass
@@ -31,6 +33,7 @@ class JobResult:
     models: list[str]
     rows_added: int = 0
     rows_skipped: int = 0
+    rows_rescored: int = 0  # stored outputs scored again (scorer version or --scoring changed), not decoded
     wall_time: float = 0.0
     report: Path | None = None
     notes: list[str] = field(default_factory=list)
@@ -106,6 +109,11 @@ class _Sessions:
 
             self.owns_ray = init_ray(workers=spec.workers, address=spec.ray_address)
 
+    def options(self, model_spec: str) -> dict[str, Any]:
+        """The loader options this model gets (none for the main job's fallback model)."""
+        fallback = self.spec.models is None and model_spec == FALLBACK_MODEL
+        return {} if fallback else self.spec.model_options
+
     def open(self, model_spec: str, loaded=None):
         if self.spec.executor == "ray":
             from parallelbench.runner.ray_executor import RayPool
@@ -113,10 +121,8 @@ class _Sessions:
             if self.pool is None:
                 self.pool = RayPool(workers=self.spec.workers, address=self.spec.ray_address,
                                     gpus_per_worker=self.spec.gpus_per_worker, threads_per_worker=self.spec.threads)
-            fallback = self.spec.models is None and model_spec == FALLBACK_MODEL
-            options = {} if fallback else self.spec.model_options
             try:
-                return self.pool.load(model_spec, options)
+                return self.pool.load(model_spec, self.options(model_spec))
             except RuntimeError as exc:
                 raise ModelLoadError(str(exc)) from None
         from parallelbench.runner.local import LocalSession
@@ -172,7 +178,7 @@ def run_job(
     _check_strategies(plan, first_loaded)
 
     sessions = _Sessions(spec)
-    result = JobResult(db=Path(spec.db), models=models, notes=notes)
+    result = JobResult(db=Path(spec.db), models=list(models), notes=notes)
     holder: list[ResultsStore] = []
     try:
         _run_models(spec, plan, models, first_loaded, sessions, result, console, show_progress, on_unit, holder)
@@ -190,28 +196,43 @@ def _run_models(spec, plan, models, first_loaded, sessions, result, console, sho
     """The model loop of `run_job`; the store it opens goes into `holder` so the caller closes it."""
     store = None
     samples_cache: dict[str, list] = {}
+    prov = Provenance(spec.scoring)
+    names: dict[str, str] = {}  # row name -> spec, to refuse two models of one run under one name
     with RunProgress(console, enabled=show_progress) as progress:
         for i, model_spec in enumerate(models):
             session = sessions.open(model_spec, first_loaded if i == 0 else None)
             first_loaded = None
             try:
+                name = row_model_name(model_spec, getattr(session, "model_name", None))
+                if names.setdefault(name, model_spec) != model_spec:
+                    raise ModelLoadError(f"models {names[name]!r} and {model_spec!r} both report the name {name!r}; "
+                                         "give each model a name of its own")
+                result.models[i] = name
                 if store is None:
                     store = ResultsStore(spec.db)
                     holder.append(store)
                 probe = getattr(session, "model", None)
                 if probe is None and model_spec == FALLBACK_MODEL:
                     probe = _load(FALLBACK_MODEL, {})  # cheap: lets a Ray run skip up front too
+                progress.watch(getattr(probe, "waiting", None))  # e.g. an API model's pending request
                 skip = unsupported_tasks(plan, probe, samples_cache)
                 for task_id, reason in skip.items():
-                    _skip(result, console, model_spec, task_id, reason)
-                done = store.reusable_keys(model_spec)
-                units, skipped = make_units(plan, model_spec, session.kind, done, samples_cache, set(skip),
-                                            model_versions=getattr(session, "model_versions", {}))
-                result.rows_skipped += skipped
-                progress.start_model(model_spec, sum(len(u.samples) for u in units), skipped)
+                    _skip(result, console, name, task_id, reason)
+                identity = model_identity(model_spec, getattr(session, "model_versions", {}),
+                                          sessions.options(model_spec), prov)
+                todo = plan_units(plan, model_spec, session.kind, store.finished(name), samples_cache, set(skip),
+                                  provenance=prov, identity=identity, model_name=name, force=spec.force)
+                _print_notes(prov, result, console)
+                if todo.promote:
+                    store.promote(todo.promote)
+                if todo.rescore:
+                    rows = rescore_rows(todo.rescore, store.rows_by_id([r.row_id for r in todo.rescore]), spec.scoring)
+                    result.rows_rescored += store.write(rows)
+                result.rows_skipped += todo.skipped
+                progress.start_model(name, sum(len(u.samples) for u in todo.units), todo.skipped, len(todo.rescore))
                 reported = set(skip)
-                for unit, rows in session.run(units):
-                    written = store.write(rows)
+                for unit, rows in session.run(todo.units):
+                    written = store.write(rows, supersede=spec.force)
                     failed = [r for r in rows if r.get("status") == "failed"]
                     result.attempted += len(rows)
                     result.failed += len(failed)
@@ -223,12 +244,54 @@ def _run_models(spec, plan, models, first_loaded, sessions, result, console, sho
                     for task_id, reason in getattr(session, "skipped", {}).items():
                         if task_id not in reported:
                             reported.add(task_id)
-                            _skip(result, console, model_spec, task_id, reason)
+                            _skip(result, console, name, task_id, reason)
                     if on_unit is not None:
                         on_unit(len(rows))
                 result.pairs_run += sum(1 for t in plan.tasks if t.id not in reported)
             finally:
+                progress.watch(None)
                 session.close()
+
+
+def row_model_name(spec: str, reported: Any) -> str:
+    """The `model` column of a model's rows: the spec, except that a `py:` factory's model is stored
+    under the name it reports (`BenchModel.name`); the spec is kept in each row's `versions`."""
+    if not spec.startswith("py:") or not isinstance(reported, str) or not reported.strip() or reported == spec:
+        return spec
+    name = " ".join(reported.split())
+    from parallelbench.models.registry import ModelSpecError, check_spec
+
+    try:
+        check_spec(name)
+        builtin = not name.startswith("py:")
+    except ModelSpecError:
+        builtin = False
+    if builtin or name.startswith("py:"):
+        raise ModelLoadError(f"model {spec!r} reports the name {name!r}, which is another model spec; give it a "
+                             "name of its own, e.g. DiffusionTextModel(net, tokenizer, name='mymodel')")
+    return name
+
+
+def model_identity(spec: str, versions: Any, options: dict[str, Any], prov: Provenance) -> dict[str, Any]:
+    """What identifies a model in a row's decoding provenance: its spec, `versions()`, the options
+    that can change outputs and, for a `py:` factory, the source of its module."""
+    from parallelbench.models.registry import ModelSpecError, output_options, python_factory
+
+    factory = None
+    if spec.startswith("py:"):
+        try:
+            factory = python_factory(spec[3:])
+        except ModelSpecError:
+            factory = None
+    return {"spec": spec, "versions": dict(versions or {}), "options": output_options(spec, options),
+            "factory": prov.factory_code(spec, factory)}
+
+
+def _print_notes(prov: Provenance, result: JobResult, console: Console) -> None:
+    for note in prov.notes:
+        if note not in result.notes:
+            result.notes.append(note)
+            console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True, highlight=False)
 
 
 def _check_strategies(plan: Plan, model: Any) -> None:

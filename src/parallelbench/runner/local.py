@@ -18,6 +18,7 @@ class LocalSession:
         self.kind = self.runner.kind
         self.model = model
         self.model_versions = self.runner.versions.get("model", {})  # part of each row's provenance
+        self.model_name = getattr(model, "name", None)  # a py: factory's rows carry it (runner.job.row_model_name)
         self.skipped: dict[str, str] = {}  # tasks found undecodable mid-run, with the reason
 
     def run(self, units: Iterable[WorkUnit]) -> Iterator[tuple[WorkUnit, list[dict[str, Any]]]]:

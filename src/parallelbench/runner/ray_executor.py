@@ -48,6 +48,11 @@ class _Worker:
         assert self.runner is not None, "load a model first"
         return self.runner.versions.get("model", {})
 
+    def model_name(self) -> str | None:
+        assert self.runner is not None, "load a model first"
+        name = getattr(self.runner.model, "name", None)
+        return name if isinstance(name, str) else None
+
     def run(self, unit: WorkUnit) -> tuple[list[dict[str, Any]], str | None]:
         """(rows, None), or ([], reason) when the model cannot decode the unit's task:
         the driver then skips the task, as the local executor does."""
@@ -124,6 +129,7 @@ class RayPool:
             raise RuntimeError(f"model {model_spec!r} failed to load on a Ray worker: {_cause(exc)}") from None
         self.kind = kinds[0]
         self.model_versions = self.ray.get(self.actors[0].model_versions.remote())
+        self.model_name = self.ray.get(self.actors[0].model_name.remote())
         self.skipped = {}
         return self
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from parallelbench.runner.store import DEFAULT_DB, canonical_json
+from parallelbench.scoring.base import SCORING_MODES
 from parallelbench.runner.sweeps import BASELINE_THRESHOLDS, SWEEPS, StrategyGrid, get_sweep
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ PARAM_FLAGS: dict[str, type] = {
 SPEC_KEYS = {
     "model", "models", "tasks", "strategy", "strategies", "sweep", "sweeps", "baselines", "limit",
     "seed", "seeds", "batch_size", "db", "out", "executor", "workers", "ray_address", "model_options",
-    "gpus_per_worker", "threads",
+    "gpus_per_worker", "threads", "scoring",
 }
 
 
@@ -97,6 +98,8 @@ class RunSpec:
     # on a busy machine more threads than free cores slow decoding down many times over.
     threads: int = 1
     model_options: dict[str, Any] = field(default_factory=dict)
+    scoring: str = "default"  # one of SCORING_MODES
+    force: bool = False  # recompute rows even where stored ones match (the new rows become current)
     # --k values no named strategy takes, kept for the --baselines' confidence top-k
     baseline_k: Any = None
 
@@ -143,7 +146,7 @@ class RunSpec:
         for key in ("batch_size", "workers", "threads"):
             if data.get(key) is not None:
                 setattr(spec, key, _int(data[key], key))
-        for key in ("db", "out", "executor", "ray_address"):
+        for key in ("db", "out", "executor", "ray_address", "scoring"):
             if data.get(key) is not None:
                 setattr(spec, key, str(data[key]))
         if data.get("gpus_per_worker") is not None:
@@ -175,6 +178,8 @@ class RunSpec:
         gpus_per_worker: float | None = None,
         threads: int | None = None,
         model_options: Iterable[str] = (),
+        scoring: str | None = None,
+        force: bool | None = None,
     ) -> "RunSpec":
         """Command-line flags over this spec (flags win). Returns self."""
         if model is not None:
@@ -209,9 +214,12 @@ class RunSpec:
         for key, value in (("batch_size", batch_size), ("workers", workers), ("threads", threads)):
             if value is not None:
                 setattr(self, key, value)
-        for key, value in (("db", db), ("out", out), ("executor", executor), ("ray_address", ray_address)):
+        for key, value in (("db", db), ("out", out), ("executor", executor), ("ray_address", ray_address),
+                           ("scoring", scoring)):
             if value is not None:
                 setattr(self, key, value)
+        if force is not None:
+            self.force = force
         if gpus_per_worker is not None:
             self.gpus_per_worker = gpus_per_worker
         for item in model_options:
@@ -261,6 +269,7 @@ class RunSpec:
         models = list(self.models) if self.models is not None else [DEFAULT_MODEL]
         for m in models:
             check_model(m)
+            check_model_options(m, self.model_options)
         tasks = _resolve_tasks(self.tasks) if self.tasks is not None else default_tasks()
         grids = self._grids()
         configs = {t.id: _expand(grids, t) for t in tasks}
@@ -286,6 +295,8 @@ class RunSpec:
         for s in self.sweeps:
             if s not in SWEEPS:
                 raise SpecError(f"unknown sweep {s!r}; valid sweeps: {', '.join(SWEEPS)}")
+        if self.scoring not in SCORING_MODES:
+            raise SpecError(f"unknown scoring mode {self.scoring!r}; valid modes: {', '.join(SCORING_MODES)}")
 
     def _grids(self) -> list[StrategyGrid]:
         grids = list(self.strategies)
@@ -353,6 +364,16 @@ def check_model(spec: str) -> None:
             f"model spec {spec!r} is not available in this install yet (no module {module}); "
             f"valid forms: {registry.VALID_FORMS}"
         )
+
+
+def check_model_options(spec: str, options: dict[str, Any]) -> None:
+    """Unknown `--model-opt` keys fail here, in one line naming the valid ones, before anything loads."""
+    from parallelbench.models.registry import ModelSpecError, check_options
+
+    try:
+        check_options(spec, options)
+    except ModelSpecError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def default_tasks() -> list["Task"]:

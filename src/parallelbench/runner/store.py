@@ -60,8 +60,8 @@ JSON_COLUMNS: tuple[str, ...] = ("params", "scores", "tokens_per_step", "order",
 KEY_COLUMNS: tuple[str, ...] = ("model", "strategy", "params", "task", "sample_id", "seed")
 # Outside contract 5 (not in the frame): whether the row is a result ('ok') or a sample whose
 # decoding failed ('failed', with its one-line `error`, retried by a re-run), and the
-# provenance hash of what produced it (see `provenance`): a row is reused only when the
-# model, its versions, the task data and the strategy options all match.
+# provenance of what produced it ("DECODING-SCORING", see `runner.provenance`): a row is
+# reused only when both halves match, and rescored when only the scoring half differs.
 STATUS_COLUMNS: tuple[str, ...] = ("status", "error", "provenance")
 _UNIQUE: tuple[str, ...] = KEY_COLUMNS + ("provenance",)
 
@@ -96,8 +96,10 @@ def _schema() -> str:
 
 
 def provenance(model: str, model_versions: Any, data_version: str, strategy: str, params: str) -> str:
-    """A short hash of what produced a row: the model spec and its `versions()`, the task's data
-    version, the strategy and its full options. Equal hash, reusable row."""
+    """The provenance rows had before issue 25 (model spec and `versions()`, task data version,
+    strategy and options), still what a migrated v1 row gets. Runs now key rows on
+    `runner.provenance` (code, options, samples and scorer too), so such rows are kept but
+    decoded again."""
     desc = canonical_json({"model": model, "versions": model_versions or {}, "data": data_version or "",
                            "strategy": strategy, "params": params})
     return hashlib.sha256(desc.encode()).hexdigest()[:16]
@@ -395,9 +397,13 @@ class ResultsStore:
         return row is not None
 
     # -- writing -----------------------------------------------------------------------
-    def write(self, rows: Sequence[dict[str, Any]]) -> int:
+    def write(self, rows: Sequence[dict[str, Any]], *, supersede: bool = False) -> int:
         """Insert a batch in one transaction; rows whose key exists are skipped, except that a failed
-        row is replaced by a new attempt. Returns rows added or replaced."""
+        row is replaced by a new attempt. Returns rows added or replaced.
+
+        With `supersede` (`run --force`), a finished row with the same key and provenance is kept
+        but marked superseded (its provenance gets `~<id>` appended, so it is never reused again)
+        and the new row becomes the current one."""
         if not rows:
             return 0
         for r in rows:
@@ -416,9 +422,16 @@ class ResultsStore:
             "WHERE results.status = 'failed'"
         )
 
+        key_match = " AND ".join(f"{_q(c)} = ?" for c in _UNIQUE)
+        mark = (f"UPDATE results SET provenance = provenance || '~' || id WHERE {key_match} AND status = 'ok'"
+                if supersede else None)
+        marks = [tuple(_to_sql({**defaults, **r}, c) for c in _UNIQUE) for r in rows] if supersede else []
+
         def txn() -> int:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
+                if mark is not None:
+                    self._conn.executemany(mark, marks)
                 before = self._conn.total_changes
                 self._conn.executemany(sql, values)
                 added = self._conn.total_changes - before
@@ -458,6 +471,62 @@ class ResultsStore:
         sql = "SELECT strategy, params, task, sample_id, seed, provenance FROM results WHERE model = ? AND status = 'ok'"
         return {tuple(r) for r in self._conn.execute(sql, (model,))}
 
+    def finished(self, model: str) -> dict[tuple, list[tuple[int, str]]]:
+        """(strategy, params, task, sample_id, seed) -> [(id, provenance), ...] of one model's finished
+        rows, oldest first (the last is the current version of that key)."""
+        if not self._has_table() or not self._has_status():
+            return {}
+        out: dict[tuple, list[tuple[int, str]]] = {}
+        sql = ("SELECT strategy, params, task, sample_id, seed, id, provenance FROM results "
+               "WHERE model = ? AND status = 'ok' ORDER BY id")
+        for strategy, params, task, sample_id, seed, row_id, prov in self._conn.execute(sql, (model,)):
+            out.setdefault((strategy, params, task, sample_id, seed), []).append((row_id, prov))
+        return out
+
+    def rows_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Stored rows (every column but `id`) by id, e.g. to score a stored output again."""
+        out: dict[int, dict[str, Any]] = {}
+        cols = COLUMNS + STATUS_COLUMNS
+        wanted = list(ids)
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            cur = self._conn.execute(
+                f"SELECT id, {', '.join(_q(c) for c in cols)} FROM results WHERE id IN ({', '.join('?' for _ in chunk)})",
+                chunk,
+            )
+            for r in cur:
+                out[int(r[0])] = dict(zip(cols, r[1:]))
+        return out
+
+    def promote(self, ids: Sequence[int]) -> int:
+        """Make stored rows the current version of their key again (a run that reused an older
+        version of a row, e.g. after switching back to an earlier scoring mode): each gets a new,
+        highest id; nothing else changes. Returns the rows moved."""
+        wanted = sorted(set(int(i) for i in ids))
+        if not wanted:
+            return 0
+
+        def txn() -> int:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                top = self._conn.execute(
+                    "SELECT MAX(m) FROM (SELECT MAX(id) AS m FROM results UNION ALL "
+                    "SELECT seq FROM sqlite_sequence WHERE name = 'results')"
+                ).fetchone()[0] or 0
+                for offset, row_id in enumerate(wanted, start=1):
+                    self._conn.execute("UPDATE results SET id = ? WHERE id = ?", (top + offset, row_id))
+                self._conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'results'", (top + len(wanted),))
+                self._conn.execute("COMMIT")
+                return len(wanted)
+            except BaseException:
+                self._rollback()
+                raise
+
+        try:
+            return self._retry(txn)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise _unusable(self.path, exc) from None
+
     def failures(self, model: str | None = None) -> list[tuple[str, str, str, str]]:
         """(model, task, sample_id, error) of the failed rows a re-run would retry."""
         if not self._has_table() or not self._has_status():
@@ -473,6 +542,16 @@ class ResultsStore:
         if not self._has_table():
             return 0
         return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+
+    def state(self) -> list[int]:
+        """[rows, highest id, finished rows]: changes whenever what `frame()` shows can change (rows are
+        only added, superseded, promoted to a new id, or turned from failed to finished)."""
+        if not self._has_table():
+            return [0, 0, 0]
+        ok = " WHERE status = 'ok'" if self._has_status() else ""
+        rows, top = self._conn.execute("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM results").fetchone()
+        finished = self._conn.execute(f"SELECT COUNT(*) FROM results{ok}").fetchone()[0]
+        return [int(rows), int(top), int(finished)]
 
     def _where(self, all_versions: bool) -> str:
         """Finished rows only; unless `all_versions`, only the newest row of each key (rows of

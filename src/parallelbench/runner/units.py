@@ -6,8 +6,9 @@ sample list for one (model, config, seed): chunks are cut from the full list, ne
 from what is left to do, and each chunk decodes with a seed derived from its own
 identity. So a unit's outputs do not depend on which executor, worker or process
 ran it, or on what finished before; a unit is skipped only when all its rows exist
-(a partly present unit, e.g. after changing --batch-size, runs whole and the database
-keeps the rows it already had).
+with this run's provenance (`runner.provenance`), or need only scoring again (a partly
+present unit, e.g. after changing --batch-size, runs whole and the database keeps the
+rows it already had).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 
 from parallelbench import __version__
+from parallelbench.runner.provenance import Provenance, decoding_part, join
 from parallelbench.runner.spec import AUTOREGRESSIVE_CONFIG, Config, Plan
-from parallelbench.runner.store import canonical_json, provenance
+from parallelbench.runner.store import canonical_json
 
 if TYPE_CHECKING:
     from parallelbench.models.base import BenchModel, Generation
@@ -47,7 +49,10 @@ class WorkUnit:
     data_version: str  # identifies the task's generator settings
     keys: list[tuple] = field(default_factory=list)  # (strategy, params, task, sample_id, seed)
     anchor: str = ""  # the first sample id of the full chunk, when only its missing samples are left
-
+    provenances: list[str] = field(default_factory=list)  # per sample: what its row's provenance is
+    row_versions: list[dict[str, Any]] = field(default_factory=list)  # per sample: provenance details for `versions`
+    model_name: str = ""  # the `model` column of its rows (a py: factory's own name), default the spec
+    scoring: str = "default"  # the scoring mode
 
     @property
     def decode_seed(self) -> int:
@@ -80,8 +85,8 @@ def task_data_version(task: "Task") -> str:
 def configs_for(plan: Plan, task_id: str, model_kind: str) -> list[Config]:
     """Autoregressive and API models run once per task, with no strategy; others run every config.
 
-    The ideal model handles semi-AR block lengths itself (it pads each answer region
-    with EOS up to a multiple of the block), so it gets every config too.
+    The ideal model decodes the task's canvas like the others (an answer longer than it gets
+    a canvas rounded up to the block length), so it gets every config too.
     """
     if model_kind in NON_DIFFUSION_KINDS:
         return [AUTOREGRESSIVE_CONFIG]
@@ -142,6 +147,26 @@ def _reason(sample: "Sample", model: Any = None) -> str:
         return f"the model cannot decode sample {sample.id}"
 
 
+@dataclass
+class Rescore:
+    """A stored row whose decoding still matches, scored again under the run's scorer version or mode."""
+
+    row_id: int
+    sample: "Sample"
+    provenance: str
+    row_versions: dict[str, Any]
+
+
+@dataclass
+class UnitPlan:
+    """What a run still has to do for one model: units to decode, rows to rescore, rows to make current."""
+
+    units: list[WorkUnit] = field(default_factory=list)
+    skipped: int = 0  # rows already there (reused as they are)
+    rescore: list[Rescore] = field(default_factory=list)
+    promote: list[int] = field(default_factory=list)  # reused rows that are not their key's current version
+
+
 def make_units(
     plan: Plan,
     model: str,
@@ -149,17 +174,39 @@ def make_units(
     done: set[tuple],
     samples_cache: dict[str, list["Sample"]] | None = None,
     skip_tasks: set[str] | frozenset[str] = frozenset(),
-    model_versions: dict[str, str] | None = None,
 ) -> tuple[list[WorkUnit], int]:
-    """Units still to run for one model (grouped by config, then task) and the number of rows already done.
+    """Units still to run for one model, keyed on (strategy, params, task, sample_id, seed) alone
+    (no provenance: every stored key counts as done), and the number of rows already done."""
+    out = plan_units(plan, model, model_kind, {k: [(0, "")] for k in done}, samples_cache, skip_tasks,
+                     provenance=None)
+    return out.units, out.skipped
 
-    With `model_versions`, `done` holds (strategy, params, task, sample_id, seed, provenance)
-    and a row counts as done only when its provenance matches this run's (see store.provenance).
+
+def plan_units(
+    plan: Plan,
+    model: str,
+    model_kind: str,
+    finished: dict[tuple, list[tuple[int, str]]],
+    samples_cache: dict[str, list["Sample"]] | None = None,
+    skip_tasks: set[str] | frozenset[str] = frozenset(),
+    *,
+    provenance: Provenance | None,
+    identity: dict[str, Any] | None = None,
+    model_name: str = "",
+    force: bool = False,
+) -> UnitPlan:
+    """Units to decode (grouped by task, then config), rows to rescore and rows to promote.
+
+    `finished` maps each stored key to its [(id, provenance), ...], oldest first. With a
+    `provenance`, a stored row is reused only when its provenance equals this run's; when only
+    its scoring half differs it is rescored without decoding; otherwise its unit decodes again.
+    `force` decodes every unit again. Without a `provenance`, any stored key counts as done.
     """
     cache = samples_cache if samples_cache is not None else {}
-    units: list[WorkUnit] = []
-    skipped = 0
+    out = UnitPlan()
     bs = plan.spec.batch_size
+    identity = identity or {}
+    scoring = plan.spec.scoring
     for task in plan.tasks:
         if task.id in skip_tasks:
             continue
@@ -170,30 +217,76 @@ def make_units(
             continue
         version = task_data_version(task)
         for config in configs_for(plan, task.id, model_kind):
+            prefix = ""
+            common: dict[str, Any] = {}
+            if provenance is not None:
+                code = provenance.strategy_code(config.strategy)
+                prefix = provenance.decoding_prefix(identity, config.strategy, config.params, code, version)
+                common = {"model_spec": model, "model_options": identity.get("options", {}),
+                          "code": {"strategy": code, **({"factory": identity["factory"]} if identity.get("factory") else {})},
+                          "scoring": scoring}
             for seed in plan.spec.seeds:
                 for start in range(0, len(samples), bs):
                     chunk = samples[start : start + bs]
                     keys = [(config.strategy, config.params, task.id, s.id, seed) for s in chunk]
-                    if model_versions is not None:
-                        prov = provenance(model, model_versions, version, config.strategy, config.params)
-                        found = all(k + (prov,) in done for k in keys)
-                    else:
-                        found = all(k in done for k in keys)
-                    if found:
-                        skipped += len(keys)
+                    provs: list[str] = []
+                    details: list[dict[str, Any]] = []
+                    if provenance is not None:
+                        for s in chunk:
+                            sample_fp = provenance.sample(s)
+                            decoding = provenance.decoding(prefix, sample_fp)
+                            provs.append(join(decoding, provenance.scoring(s.scorer)))
+                            details.append({**common, "sample": sample_fp,
+                                            "scorer_version": provenance.scorer_version(s.scorer)})
+                    status = [_status(finished.get(k), provs[i] if provs else None) for i, k in enumerate(keys)]
+                    if not force and all(st[0] != "decode" for st in status):
+                        for i in range(len(chunk)):
+                            _settle(out, status[i], chunk[i], provs[i] if provs else "", details[i] if details else {})
                         continue
                     anchor = ""
-                    if model_kind in PER_SAMPLE_KINDS and model_versions is not None:
+                    if model_kind in PER_SAMPLE_KINDS and provenance is not None and not force:
                         # one request per sample: send only what is missing (a re-run retries just the failed)
-                        missing = [i for i, k in enumerate(keys) if k + (prov,) not in done]
-                        skipped += len(keys) - len(missing)
+                        missing = [i for i, st in enumerate(status) if st[0] == "decode"]
+                        for i in range(len(chunk)):
+                            if status[i][0] != "decode":
+                                _settle(out, status[i], chunk[i], provs[i], details[i])
                         anchor = chunk[0].id
                         chunk, keys = [chunk[i] for i in missing], [keys[i] for i in missing]
-                    units.append(
+                        provs, details = [provs[i] for i in missing], [details[i] for i in missing]
+                    out.units.append(
                         WorkUnit(model, config, task.id, task.category, task.max_new_tokens, seed, chunk, version, keys,
-                                 anchor)
+                                 anchor, provs, details, model_name, scoring)
                     )
-    return units, skipped
+    return out
+
+
+def _settle(out: UnitPlan, status: tuple[str, int, bool], sample: "Sample", prov: str,
+            detail: dict[str, Any]) -> None:
+    """Book a row that needs no decoding: reused as it is (made current if an older version is),
+    or its stored output scored again."""
+    what, row_id, current = status
+    if what == "reuse":
+        out.skipped += 1
+        if not current:
+            out.promote.append(row_id)
+    else:
+        out.rescore.append(Rescore(row_id, sample, prov, detail))
+
+
+def _status(stored: list[tuple[int, str]] | None, wanted: str | None) -> tuple[str, int, bool]:
+    """("reuse" | "rescore" | "decode", stored row id, whether that row is its key's current version)."""
+    if not stored:
+        return "decode", 0, False
+    if wanted is None:  # keyed without provenance: any finished row will do
+        return "reuse", stored[-1][0], True
+    for i in range(len(stored) - 1, -1, -1):
+        if stored[i][1] == wanted:
+            return "reuse", stored[i][0], i == len(stored) - 1
+    head = decoding_part(wanted)
+    for i in range(len(stored) - 1, -1, -1):
+        if decoding_part(stored[i][1]) == head:
+            return "rescore", stored[i][0], i == len(stored) - 1
+    return "decode", 0, False
 
 
 def base_versions(model: "BenchModel") -> dict[str, Any]:
@@ -212,13 +305,38 @@ def base_versions(model: "BenchModel") -> dict[str, Any]:
     return out
 
 
-def _score_all(samples: Sequence["Sample"], outputs: Sequence[str]):
-    import parallelbench.scoring as scoring
+def _score_all(samples: Sequence["Sample"], outputs: Sequence[str], mode: str = "default"):
+    """Scores of outputs[i] against samples[i] under scoring `mode` (BERTScore batched)."""
+    from parallelbench.scoring import score_many
 
-    many = getattr(scoring, "score_many", None)
-    if many is not None:
-        return list(many(list(samples), list(outputs)))
-    return [scoring.score(s, o) for s, o in zip(samples, outputs)]
+    return list(score_many(list(samples), list(outputs), mode=mode))
+
+
+def _score_fields(sc: Any) -> dict[str, Any]:
+    return {"score": float(sc.score),
+            "scores": canonical_json({k: float(v) for k, v in sc.components.items()})}
+
+
+def rescore_rows(items: Sequence[Rescore], stored: dict[int, dict[str, Any]], mode: str) -> list[dict[str, Any]]:
+    """New rows for stored outputs whose decoding still matches: the same output and decoding
+    statistics, scored now (scorer version and mode of this run), with the new provenance."""
+    usable = [it for it in items if it.row_id in stored]
+    if not usable:
+        return []
+    scored = _score_all([it.sample for it in usable], [stored[it.row_id]["output"] or "" for it in usable], mode)
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    rows = []
+    for it, sc in zip(usable, scored):
+        old = stored[it.row_id]
+        try:
+            versions = json.loads(old.get("versions") or "{}")
+        except (TypeError, ValueError):
+            versions = {}
+        versions = versions if isinstance(versions, dict) else {}
+        versions.update({**it.row_versions, "scorer": dict(sc.meta), "rescored_from": old.get("provenance")})
+        rows.append({**old, **_score_fields(sc), "versions": canonical_json(versions), "created_at": now,
+                     "status": "ok", "error": None, "provenance": it.provenance})
+    return rows
 
 
 class UnitRunner:
@@ -253,23 +371,24 @@ class UnitRunner:
                 f"model {unit.model} returned {len(gens)} generations for {len(unit.samples)} samples"
             )
         ok = [i for i, g in enumerate(gens) if not getattr(g, "error", None)]
-        scored = _score_all([unit.samples[i] for i in ok], [gens[i].text for i in ok]) if ok else []
+        scored = _score_all([unit.samples[i] for i in ok], [gens[i].text for i in ok], unit.scoring) if ok else []
         scores: list[Any] = [None] * len(gens)
         for i, sc in zip(ok, scored):
             scores[i] = sc
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         share = elapsed / len(gens)
-        prov = provenance(unit.model, self.versions.get("model"), unit.data_version, unit.config.strategy,
-                          unit.config.params)
+        name = unit.model_name or unit.model
+        provs = unit.provenances or [""] * len(gens)
+        details = unit.row_versions or [{}] * len(gens)
         rows = []
-        for sample, gen, sc in zip(unit.samples, gens, scores):
+        for sample, gen, sc, prov, detail in zip(unit.samples, gens, scores, provs, details):
             if sc is None:  # failed: stored with its reason, not scored, retried by a re-run
-                rows.append(self._failed_row(unit, sample, gen, now, prov))
+                rows.append(self._failed_row(unit, sample, gen, now, prov, detail))
                 continue
-            versions = {**self.versions, "data": unit.data_version, "scorer": dict(sc.meta)}
+            versions = {**self.versions, **detail, "data": unit.data_version, "scorer": dict(sc.meta)}
             rows.append(
                 {
-                    "model": unit.model,
+                    "model": name,
                     "model_kind": self.kind,
                     "strategy": unit.config.strategy,
                     "strategy_kind": unit.config.kind,
@@ -280,8 +399,7 @@ class UnitRunner:
                     "sample_id": sample.id,
                     "seed": unit.seed,
                     "output": gen.text,
-                    "score": float(sc.score),
-                    "scores": canonical_json({k: float(v) for k, v in sc.components.items()}),
+                    **_score_fields(sc),
                     "nfe": int(gen.nfe),
                     "num_tokens": int(gen.num_tokens),
                     "tps": (gen.num_tokens / gen.nfe) if gen.nfe else 0.0,
@@ -298,15 +416,16 @@ class UnitRunner:
             )
         return rows
 
-    def _failed_row(self, unit: WorkUnit, sample: "Sample", gen: "Generation", now: str, prov: str) -> dict[str, Any]:
+    def _failed_row(self, unit: WorkUnit, sample: "Sample", gen: "Generation", now: str, prov: str,
+                    detail: dict[str, Any]) -> dict[str, Any]:
         reason = " ".join(str(gen.error).split())[:500]
         return {
-            "model": unit.model, "model_kind": self.kind, "strategy": unit.config.strategy,
+            "model": unit.model_name or unit.model, "model_kind": self.kind, "strategy": unit.config.strategy,
             "strategy_kind": unit.config.kind, "params": unit.config.params, "config": unit.config.label,
             "task": unit.task, "category": unit.category, "sample_id": sample.id, "seed": unit.seed,
             "output": "", "score": None, "scores": "{}", "nfe": None, "num_tokens": None, "tps": None,
             "tokens_per_step": "[]", "order": "[]", "token_texts": "[]",
             "wall_time": float(gen.wall_time or 0.0),
-            "versions": canonical_json({**self.versions, "data": unit.data_version}),
+            "versions": canonical_json({**self.versions, **detail, "data": unit.data_version}),
             "created_at": now, "status": "failed", "error": reason, "provenance": prov,
         }

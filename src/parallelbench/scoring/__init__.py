@@ -1,6 +1,14 @@
 """Scorers: exact list and puzzle checks, grammar, ROUGE-L, BLEU, BERTScore, inclusion."""
 
-from parallelbench.scoring.base import SCORING_MODES, Scorer, Scores, get_scorer, register_scorer, score
+from parallelbench.scoring.base import (
+    SCORING_MODES,
+    Scorer,
+    Scores,
+    get_scorer,
+    register_scorer,
+    score,
+    scorer_version,
+)
 
 
 def score_many(samples, outputs, **kwargs):
@@ -10,4 +18,4 @@ def score_many(samples, outputs, **kwargs):
     return _score_many(samples, outputs, **kwargs)
 
 
-__all__ = ["SCORING_MODES", "Scorer", "Scores", "get_scorer", "register_scorer", "score", "score_many"]
+__all__ = ["SCORING_MODES", "Scorer", "Scores", "get_scorer", "register_scorer", "score", "score_many", "scorer_version"]

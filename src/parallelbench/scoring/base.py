@@ -31,6 +31,9 @@ SCORING_MODES: tuple[str, ...] = ("default", "paper")
 _PAPER_SCORERS: dict[str, Scorer] = {}  # a scorer's paper-mode variant, where it has one
 
 
+_VERSIONS: dict[str, str] = {}  # explicit versions given at registration (part of a row's scoring provenance)
+
+
 def check_mode(mode: str) -> str:
     """`mode` itself, or a ValueError naming the valid modes."""
     if mode not in SCORING_MODES:
@@ -38,18 +41,28 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def register_scorer(name: str, *, mode: str = "default") -> Callable[[Scorer], Scorer]:
+def register_scorer(name: str, *, mode: str = "default", version: str | None = None) -> Callable[[Scorer], Scorer]:
     """Register `fn` as scorer `name`; ``mode="paper"`` registers its paper-mode variant
-    (a scorer without one scores the same in both modes)."""
+    (a scorer without one scores the same in both modes). `version` (optional) is recorded
+    with every row it scores: bump it when the rules change in code the runner cannot see."""
     table = _PAPER_SCORERS if check_mode(mode) == "paper" else _SCORERS
 
     def deco(fn: Scorer) -> Scorer:
         table[name] = fn
         if table is _SCORERS:  # a new default scorer replaces the old one in both modes
             _PAPER_SCORERS.pop(name, None)
+            if version is None:
+                _VERSIONS.pop(name, None)
+            else:
+                _VERSIONS[name] = str(version)
         return fn
 
     return deco
+
+
+def scorer_version(name: str) -> str | None:
+    """The explicit version `name` was registered with, or None."""
+    return _VERSIONS.get(name)
 
 
 def get_scorer(name: str, mode: str = "default") -> Scorer:

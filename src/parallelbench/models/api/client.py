@@ -1,10 +1,13 @@
 """One chat-completions request over httpx, with the guarantees a long benchmark needs.
 
-- a total deadline per attempt (`timeout`: connect, send and every read together), so a
-  server that drips bytes cannot hold a run;
-- retries with exponential backoff and jitter on 429, 5xx, timeouts and dropped
+- a deadline per attempt (`timeout`: connect, send and every read together), so a
+  server that drips bytes cannot hold a run, and one per request (`total_timeout`, every
+  attempt and every wait between them included: 5 minutes by default);
+- retries with exponential backoff and jitter on 429, 5xx, timeouts, refused and dropped
   connections (a truncated body or stream counts as dropped); `Retry-After` is obeyed
   up to `max_retry_after` seconds;
+- what a pending request waits for (host, attempt i of n, seconds) is readable at any time
+  (`Client.waiting`), so a progress display can say it;
 - the reply body is read in pieces and abandoned past `max_reply_bytes`;
 - redirects are followed by hand (at most 5) and the key is never sent to another origin;
 - the key is never part of a message: server text is cut to one line with the key removed.
@@ -14,10 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import itertools
 import math
 import random
 import re
+import threading
 import time
+from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
 import httpx
@@ -51,6 +57,27 @@ class _Attempt(Exception):
         self.category, self.detail, self.retry, self.wait = category, detail, retry, wait
 
 
+@dataclass
+class _Pending:
+    """One request in flight: which attempt, since when, and what it does now."""
+
+    began: float  # time.monotonic() when the request started (its first attempt)
+    attempt: int = 1
+    doing: str = "request"  # "request", or the reason of a wait before the next attempt
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a connect error is the server refusing the connection (nothing listens there)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, ConnectionRefusedError) or "refused" in str(cur).lower():
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
 class Redactor:
     """Makes server or library text safe to show: one line, short, without the key."""
 
@@ -77,6 +104,15 @@ def shown_url(url: str | httpx.URL) -> str:
         u = httpx.URL(str(url))
         return str(u.copy_with(userinfo=b"", query=None, fragment=None))
     except Exception:  # noqa: BLE001 - a URL we cannot parse is not shown at all
+        return "(the configured base_url)"
+
+
+def _host(url: str) -> str:
+    """host[:port] of a URL, for "waiting for ..." lines (never user, password or path)."""
+    try:
+        u = httpx.URL(str(url))
+        return f"{u.host}:{u.port}" if u.port else (u.host or "(the configured base_url)")
+    except Exception:  # noqa: BLE001
         return "(the configured base_url)"
 
 
@@ -113,6 +149,25 @@ class Client:
         self.redact = Redactor(options.api_key)
         self.url = httpx.URL(f"{options.base_url}/chat/completions")
         self.where = shown_url(options.base_url or "")
+        self.host = _host(options.base_url or "")
+        self._pending: dict[int, _Pending] = {}
+        self._pending_lock = threading.Lock()
+        self._ids = itertools.count()
+
+    def waiting(self) -> str | None:
+        """What the longest-pending request waits for, in one line, or None when none is pending:
+        `waiting for api.example.com: attempt 2 of 6, 34 s (gives up at 300 s)`."""
+        with self._pending_lock:
+            pending = list(self._pending.values())
+        if not pending:
+            return None
+        oldest = min(pending, key=lambda p: p.began)
+        waited = time.monotonic() - oldest.began
+        tries = self.options.max_retries + 1
+        what = "" if oldest.doing == "request" else f", retrying after {oldest.doing}"
+        more = f"; {len(pending) - 1} more pending" if len(pending) > 1 else ""
+        return (f"waiting for {self.host}: attempt {oldest.attempt} of {tries}{what}, {waited:.0f} s "
+                f"(gives up at {self.options.total_timeout:g} s){more}")
 
     def scrub(self, text: str) -> str:
         """A reply that echoes the key (a hostile server) must not carry it into the database."""
@@ -132,15 +187,40 @@ class Client:
 
     async def chat(self, http: httpx.AsyncClient, body: dict, streaming: bool) -> tuple[str, int | None, int | None]:
         """(text, streamed steps or None, completion tokens or None), or RequestFailed / KeyRejected."""
+        began = time.monotonic()
+        deadline = began + self.options.total_timeout
+        me = next(self._ids)
+        state = _Pending(began)
+        with self._pending_lock:
+            self._pending[me] = state
+        try:
+            return await self._attempts(http, body, streaming, state, deadline)
+        finally:
+            with self._pending_lock:
+                self._pending.pop(me, None)
+
+    async def _attempts(self, http, body: dict, streaming: bool, state: _Pending, deadline: float):
         attempt = 0
         while True:
+            state.attempt, state.doing = attempt + 1, "request"
+            left = deadline - time.monotonic()
+            limit = min(self.options.timeout, left)
             try:
                 try:
-                    async with asyncio.timeout(self.options.timeout):
+                    async with asyncio.timeout(limit):
                         return await self._once(http, body, streaming)
                 except (TimeoutError, httpx.TimeoutException):
+                    if limit < self.options.timeout:
+                        raise _Attempt("timeout", f"no complete reply within the request's total_timeout of "
+                                       f"{self.options.total_timeout:g} s (raise --model-opt total_timeout=...)",
+                                       retry=False) from None
                     raise _Attempt("timeout", f"no complete reply within {self.options.timeout:g} s "
                                    "(raise --model-opt timeout=...)", retry=True) from None
+                except httpx.ConnectError as exc:
+                    if _refused(exc):
+                        raise _Attempt("connection refused", f"nothing accepts connections at {self.host} "
+                                       "(is the server running? check base_url)", retry=True) from None
+                    raise _Attempt("cannot connect", self.redact(str(exc) or type(exc).__name__), retry=True) from None
                 except (httpx.TransportError, TruncatedStream) as exc:
                     raise _Attempt("connection dropped", self.redact(str(exc) or type(exc).__name__),
                                    retry=True) from None
@@ -149,13 +229,18 @@ class Client:
                 except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as exc:  # e.g. a bad gzip body
                     raise _Attempt("bad reply", self.redact(str(exc) or type(exc).__name__), retry=False) from None
             except _Attempt as failed:
-                if not failed.retry or attempt >= self.options.max_retries:
-                    n = attempt + 1
-                    tries = f" after {n} {'try' if n == 1 else 'tries'}" if failed.retry else ""
+                n = attempt + 1
+                tries = f" after {n} {'try' if n == 1 else 'tries'}" if failed.retry or n > 1 else ""
+                wait = failed.wait if failed.wait is not None else self.delay(attempt)
+                out_of_time = time.monotonic() + wait >= deadline
+                if not failed.retry or attempt >= self.options.max_retries or out_of_time:
+                    gave_up = (f"; gave up at the total_timeout of {self.options.total_timeout:g} s"
+                               if failed.retry and out_of_time and attempt < self.options.max_retries else "")
                     raise RequestFailed(
-                        failed.category, f"{failed.category}: {failed.detail} from {self.where}{tries}"
+                        failed.category, f"{failed.category}: {failed.detail} from {self.where}{tries}{gave_up}"
                     ) from None
-                await asyncio.sleep(failed.wait if failed.wait is not None else self.delay(attempt))
+                state.doing = failed.category
+                await asyncio.sleep(wait)
                 attempt += 1
 
     async def _once(self, http: httpx.AsyncClient, body: dict, streaming: bool):

@@ -53,6 +53,10 @@ class APIModel:
     def __repr__(self) -> str:
         return f"APIModel({self.name!r}, base_url={self.client.where!r})"
 
+    def waiting(self) -> str | None:
+        """What a pending request waits for (host, attempt i of n, seconds), for the progress display."""
+        return self.client.waiting()
+
     def versions(self) -> dict[str, str]:
         return {"api_model": self.model, "api_base": self.client.where, "adapter": f"api/{ADAPTER_VERSION}"}
 

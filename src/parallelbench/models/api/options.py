@@ -22,7 +22,9 @@ class APIOptions:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)  # never shown, not even in a repr
     concurrency: int = 4  # requests in flight at once
-    timeout: float = 120.0  # total deadline of one request (connect + send + every read), seconds
+    timeout: float = 120.0  # deadline of one attempt (connect + send + every read), seconds
+    # deadline of one request in all, every attempt and every wait between them included, seconds
+    total_timeout: float = 300.0
     max_retries: int = 5
     backoff: float = 1.0  # first retry delay in seconds, doubled each retry (with jitter)
     max_backoff: float = 60.0
@@ -32,6 +34,10 @@ class APIOptions:
     stream: bool = False
     diffusing: bool = False  # Mercury: stream denoising steps (each chunk = the whole current text)
 
+
+# Whether each option can change outputs (a row's provenance holds those that can): the endpoint,
+# the model's sampling and the streaming mode can; limits, waits and the key cannot.
+OPTIONS = {f.name: f.name in ("base_url", "temperature", "stream", "diffusing") for f in fields(APIOptions)}
 
 _KINDS = {f.name: {"str | None": str, "int": int, "float": float, "bool": bool}[str(f.type)] for f in fields(APIOptions)}
 
@@ -60,10 +66,10 @@ def parse_options(options: dict[str, Any]) -> APIOptions:
         except (TypeError, ValueError, OverflowError):
             raise APIError(f"api model option {key}={shown} is invalid: use a finite {kind.__name__}") from None
     opts = APIOptions(**values)
-    if (opts.concurrency < 1 or opts.max_retries < 0 or opts.timeout <= 0 or opts.backoff < 0
+    if (opts.concurrency < 1 or opts.max_retries < 0 or opts.timeout <= 0 or opts.total_timeout <= 0 or opts.backoff < 0
             or opts.max_backoff < 0 or opts.max_retry_after < 0 or opts.max_reply_bytes < 1):
         raise APIError(
-            "api model options need concurrency >= 1, max_retries >= 0, timeout > 0, backoff, max_backoff and "
+            "api model options need concurrency >= 1, max_retries >= 0, timeout and total_timeout > 0, backoff, max_backoff and "
             "max_retry_after >= 0, and max_reply_bytes >= 1"
         )
     return opts

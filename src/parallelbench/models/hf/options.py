@@ -75,6 +75,12 @@ _KINDS = {"device": str, "dtype": str, "cache": str, "batch_size": int, "trust_r
           "medusa": str, "compile": bool, "adapter": str, "merge_stops": bool}
 
 
+# Whether each option can change outputs (a row's provenance holds those that can). Device,
+# batching and load guards do not; `adapter` is covered by its weights hash in `versions()`.
+OUTPUT_NEUTRAL = frozenset({"device", "batch_size", "force", "max_cpu_params", "adapter"})
+OPTIONS = {f.name: f.name not in OUTPUT_NEUTRAL for f in dataclasses.fields(HFOptions)}
+
+
 def parse_options(options: dict[str, Any]) -> HFOptions:
     """`HFOptions` from loader keyword options; unknown keys raise one line naming the valid keys."""
     valid = [f.name for f in dataclasses.fields(HFOptions)]

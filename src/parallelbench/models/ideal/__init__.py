@@ -12,7 +12,10 @@ from typing import Any
 
 from parallelbench.models.ideal.model import IMPOSSIBLE, AnswerSet, IdealModel
 
-__all__ = ["IMPOSSIBLE", "AnswerSet", "IdealModel", "load"]
+__all__ = ["IMPOSSIBLE", "OPTIONS", "AnswerSet", "IdealModel", "load"]
+
+# `--model-opt` options of the spec "ideal", each with whether it can change outputs (provenance).
+OPTIONS = {"noise_std": True, "batch_size": False}
 
 
 def load(arg: str = "", **options: Any):

@@ -1,10 +1,16 @@
 """The runner-level ideal model (spec "ideal"): benchmark samples in, exact-model decodes out.
 
 For each sample it asks `parallelbench.tasks.valid_answers` for every correct
-answer, tokenises them word by word (`tokenizer.py`), pads them with EOS
-to the longest and decodes exactly that answer region with the real engine and
-the given strategy. The model's predictions are the data's exact conditionals,
-so any error is the strategy's own: the floor of section 4 on real tasks.
+answer, tokenises them word by word (`tokenizer.py`), pads them with EOS to the
+task's generation length (`max_new_tokens`, the canvas every other model decodes)
+and decodes that canvas with the real engine and the given strategy. The model's
+predictions are the data's exact conditionals, so any error is the strategy's own:
+the floor of section 4 on real tasks.
+
+Tokens per step means the same here as for every other model: positions committed on the
+canvas per model call, so top-k at k gives exactly k whenever k divides the length (an
+answer that is longer than the canvas in this model's word tokens gets a canvas as long as
+the answer, rounded up to the semi-AR block length).
 """
 
 from __future__ import annotations
@@ -71,7 +77,9 @@ class IdealBenchModel:
 
         return {"parallelbench": __version__, "torch": torch.__version__, "ideal_noise_std": str(self.noise_std),
                 # thresholds decide on the noise-free confidence (issue 20): rows decoded before differ
-                "ideal_thresholds": "noise-free"}
+                "ideal_thresholds": "noise-free",
+                # the task's canvas, not the answer region (issue 25): tokens per step as for every model
+                "ideal_canvas": "generation-length"}
 
     def _answers(self, sample: "Sample") -> list[str]:
         from parallelbench.tasks import valid_answers
@@ -96,7 +104,8 @@ class IdealBenchModel:
         max_new_tokens: int = 0,
         seed: int = 0,
     ) -> list[Generation]:
-        """Decode each sample's answer region; `max_new_tokens` is unused (the region is the answer length)."""
+        """Decode each sample on a canvas of `max_new_tokens` positions (the answer padded with EOS), as
+        every other model does; 0 decodes just the answer region (the longest valid answer)."""
         import torch
 
         from parallelbench.decoding import decode
@@ -109,16 +118,14 @@ class IdealBenchModel:
         strategy = as_strategy(strategy)
         tok = AnswerTokenizer()
         encoded = [[tok.encode(a) for a in self._answers(s)] for s in samples]
+        block = strategy.options.block_length
         by_length: dict[int, list[int]] = defaultdict(list)
         for i, answers in enumerate(encoded):
-            by_length[max(len(a) for a in answers)].append(i)
+            by_length[canvas_length(max(len(a) for a in answers), max_new_tokens, block)].append(i)
         templates = [_template(s, tok, answers) for s, answers in zip(samples, encoded)]
         out: list[Generation | None] = [None] * len(samples)
         offset = 0  # every row of this call gets its own random stream: seed + offset + row
-        block = strategy.options.block_length
-        for answer_length, indices in sorted(by_length.items()):
-            # semi-AR blocks must tile the region: pad it with EOS up to a multiple of the block
-            length = answer_length if not block else -(-answer_length // block) * block
+        for length, indices in sorted(by_length.items()):
             strategy.validate(length)
             for start in range(0, len(indices), self.batch_size):
                 chunk = indices[start : start + self.batch_size]
@@ -136,8 +143,9 @@ class IdealBenchModel:
                 if any(templates[i] is not None for i in chunk):
                     template = torch.full((len(chunk), length), tok.mask_id, dtype=torch.long)
                     for row, i in enumerate(chunk):
-                        if templates[i] is not None:
+                        if templates[i] is not None:  # the layout, then EOS given (as the tiny model's template)
                             template[row, : len(templates[i])] = torch.tensor(templates[i])
+                            template[row, len(templates[i]) :] = tok.eos_id
                 results = decode(
                     model, prompts, gen_length=length, strategy=strategy, template=template, seed=seed + offset
                 )
@@ -147,6 +155,13 @@ class IdealBenchModel:
                 for i, res in zip(chunk, results):
                     out[i] = _generation(res, tok, elapsed * res.nfe / total_nfe)
         return [g for g in out if g is not None]
+
+
+def canvas_length(answer_length: int, max_new_tokens: int, block: int | None) -> int:
+    """The canvas the ideal model decodes: the task's generation length, or the answer's length when
+    that is longer (or no length is given), rounded up so semi-AR blocks tile it."""
+    length = max(int(max_new_tokens or 0), answer_length)
+    return length if not block else -(-length // block) * block
 
 
 def _template(sample: "Sample", tok: Any, answers: list[list[int]]) -> list[int] | None:
@@ -191,7 +206,7 @@ def load(arg: str = "", **options: Any) -> IdealBenchModel:
     if arg:
         raise ValueError(f"the ideal model takes no argument (got 'ideal:{arg}'); use the spec 'ideal'")
     known = {"noise_std", "batch_size"}
-    unknown = set(options) - known
+    unknown = sorted(set(options) - known)
     if unknown:
-        raise ValueError(f"unknown option(s) {sorted(unknown)} for the ideal model; known: {sorted(known)}")
+        raise ValueError(f"unknown ideal model option(s) {', '.join(unknown)} for model 'ideal'; valid: {', '.join(sorted(known))}")
     return IdealBenchModel(**options)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from parallelbench.models.tiny.model import TinyDenoiser
@@ -56,11 +56,17 @@ def load_net(path: str | Path | None = None, prefix: str = MASKED) -> tuple["Tin
     return net, WordTokenizer.load(files[2])
 
 
+# The loaders' options (`--model-opt`), each with whether it can change outputs (provenance):
+# `path` is covered by the weights hash in `versions()`; batching and threads do not change a row.
+TINY_OPTIONS = {"path": False, "batch_size": False, "threads": False}
+UNIFORM_OPTIONS = {"path": False, "batch_size": False}
+
 FINETUNE_RECORD = "finetune.json"  # written by `parallelbench finetune` next to the weights
 
 
 def _versions(net: "TinyDenoiser", source: str) -> dict[str, str]:
-    out = {"tiny.weights": net.weights_sha, "tiny.source": source,
+    # the folder's name, not its path: a row's provenance must not change when the folder moves
+    out = {"tiny.weights": net.weights_sha, "tiny.source": source if source == "shipped" else Path(source).name,
            "tiny.transition": str(net.info.get("transition", "masked"))}
     record = Path(source) / FINETUNE_RECORD if source != "shipped" else None
     if record is not None and record.exists():
@@ -78,7 +84,7 @@ def _check_transition(net: "TinyDenoiser", path: str | Path | None, wanted: str)
         raise ValueError(f"{path} holds a {found}-transition tiny model; load it as {spec}:{path}")
 
 
-def load(arg: str = "", *, path: str | Path | None = None, batch_size: int = 64, threads: int | None = None, **_: Any):
+def load(arg: str = "", *, path: str | Path | None = None, batch_size: int = 64, threads: int | None = None):
     """The masked tiny model as a `BenchModel` (spec `tiny`). `path` picks another trained folder."""
     from parallelbench.models.diffusion import DiffusionTextModel
 
@@ -93,7 +99,7 @@ def load(arg: str = "", *, path: str | Path | None = None, batch_size: int = 64,
                               versions=_versions(net, str(path) if path else "shipped"))
 
 
-def load_uniform(arg: str = "", *, path: str | Path | None = None, batch_size: int = 64, **_: Any):
+def load_uniform(arg: str = "", *, path: str | Path | None = None, batch_size: int = 64):
     """The uniform-transition variant (spec `tiny-uniform`), decoded by its own sampler."""
     from parallelbench.models.tiny.uniform import UniformTextModel
 
