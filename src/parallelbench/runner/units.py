@@ -47,6 +47,7 @@ class WorkUnit:
     data_version: str  # identifies the task's generator settings
     keys: list[tuple] = field(default_factory=list)  # (strategy, params, task, sample_id, seed)
     anchor: str = ""  # the first sample id of the full chunk, when only its missing samples are left
+    task_source: str | None = None  # `module:NAME` of a user task: a Ray worker loads it (its scorers too)
 
 
     @property
@@ -60,10 +61,18 @@ class WorkUnit:
 
 
 def task_data_version(task: "Task") -> str:
-    """A short hash of the generator settings: same value, same samples."""
+    """A short hash of the generator settings: same value, same samples.
+
+    A task from a user module (`--tasks module:NAME`) also hashes that module's source, so
+    editing the task decodes it again."""
+    from parallelbench.tasks import task_source
+    from parallelbench.tasks.user import source_fingerprint
+
     p = task.params
+    source = task_source(task.id)
     desc = canonical_json(
         {
+            **({"source": source_fingerprint(source)} if source else {}),
             "task": task.id,
             "n": [p.n_min, p.n_max],
             "per_length": p.samples_per_length,
@@ -156,6 +165,8 @@ def make_units(
     With `model_versions`, `done` holds (strategy, params, task, sample_id, seed, provenance)
     and a row counts as done only when its provenance matches this run's (see store.provenance).
     """
+    from parallelbench.tasks import task_source
+
     cache = samples_cache if samples_cache is not None else {}
     units: list[WorkUnit] = []
     skipped = 0
@@ -191,7 +202,7 @@ def make_units(
                         chunk, keys = [chunk[i] for i in missing], [keys[i] for i in missing]
                     units.append(
                         WorkUnit(model, config, task.id, task.category, task.max_new_tokens, seed, chunk, version, keys,
-                                 anchor)
+                                 anchor, task_source(task.id))
                     )
     return units, skipped
 
@@ -239,6 +250,10 @@ class UnitRunner:
 
     def run(self, unit: WorkUnit) -> list[dict[str, Any]]:
         """Decode, score and turn one unit into database rows."""
+        if unit.task_source:  # a Ray worker has not imported the user's task module (and its scorers) yet
+            from parallelbench.tasks import user_tasks
+
+            user_tasks(unit.task_source)
         strategy = self.strategy(unit.config)
         t0 = time.perf_counter()
         try:

@@ -9,6 +9,7 @@ from parallelbench.tasks.registry import (
     registry,
     resolve_tasks,
     task_source,
+    task_source_samples,
     user_tasks,
 )
 from parallelbench.tasks.user import TaskSourceError
@@ -37,6 +38,7 @@ __all__ = [
     "registry",
     "resolve_tasks",
     "task_source",
+    "task_source_samples",
     "user_tasks",
     "valid_answers",
 ]

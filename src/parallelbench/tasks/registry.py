@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from parallelbench.tasks.base import Task
+from parallelbench.tasks.base import Sample, Task
 from parallelbench.tasks.cot_format import COT_SUFFIX
 from parallelbench.tasks.user import TaskSourceError, is_task_source, load_task_source, source_module
 
@@ -88,27 +88,24 @@ def get_task(task_id: str) -> Task:
 def user_tasks(spec: str) -> list[Task]:
     """The tasks of `module:NAME` (loaded and checked once per process); `TaskSourceError` otherwise.
 
-    A task id that is built in, or that another module already defined, fails in one line.
+    A task id that is built in fails in one line. Loaded again from another module (a later
+    command in the same process), an id points to the newer task.
     """
     spec = spec.strip()
     if spec in _SOURCES:
         return list(_SOURCES[spec])
-    tasks = load_task_source(spec)
     builtin = registry()
-    for task in tasks:
+
+    def taken(task: Task) -> str | None:
         if task.id in builtin:
             short = task.id.rsplit("/", 1)[-1]
-            raise TaskSourceError(
-                f"task id {task.id!r} from {spec} is the id of a built-in task; give your task an id of its own "
-                f"(e.g. 'mine/{short}')"
-            )
-        earlier = _USER.get(task.id)
-        if earlier is not None and source_module(earlier[0]) != source_module(spec):
-            raise TaskSourceError(
-                f"task id {task.id!r} is defined by both {earlier[0]} and {spec}; give one of them another id"
-            )
+            return (f"task id {task.id!r} from {spec} is the id of a built-in task; give your task an id of its own "
+                    f"(e.g. 'mine/{short}')")
+        return None
+
+    tasks = load_task_source(spec, taken)
     for task in tasks:
-        _USER.setdefault(task.id, (spec, task))
+        _USER[task.id] = (spec, task)
     _SOURCES[spec] = list(tasks)
     return list(tasks)
 
@@ -129,9 +126,16 @@ def resolve_tasks(spec: str | Iterable[str]) -> list[Task]:
         raise KeyError("no task given; name task ids, a family such as waiting_line, paper, or module:NAME")
     tasks = registry()
     out: list[Task] = []
+    given_by: dict[str, str] = {}  # user task id -> the module:NAME that gave it in this call
     for item in items:
         if is_task_source(item):
-            out += user_tasks(item)
+            for task in user_tasks(item):
+                other = given_by.setdefault(task.id, item)
+                if source_module(other) != source_module(item):
+                    raise TaskSourceError(
+                        f"task id {task.id!r} is defined by both {other} and {item}; give one of them another id"
+                    )
+                out.append(task)
         elif item == "paper":
             out += [t for t in tasks.values() if t.in_paper]
         elif item == "cot":
@@ -151,3 +155,14 @@ def resolve_tasks(spec: str | Iterable[str]) -> list[Task]:
     for t in out:
         seen.setdefault(t.id, t)
     return list(seen.values())
+
+
+def task_source_samples(spec: str) -> dict[str, Sample]:
+    """Every sample of the tasks `spec` selects, by id (`score --tasks module:NAME`)."""
+    out: dict[str, Sample] = {}
+    for task in resolve_tasks(spec):
+        for sample in task.samples(None):
+            if sample.id in out:
+                raise TaskSourceError(f"sample id {sample.id!r} appears in two tasks of {spec}; sample ids must be unique")
+            out[sample.id] = sample
+    return out

@@ -47,8 +47,10 @@ def source_module(spec: str) -> str:
     return spec.strip().rpartition(":")[0]
 
 
-def load_task_source(spec: str) -> list[Task]:
-    """The checked tasks of `module:NAME` (imported now; not cached here: see `registry.user_tasks`)."""
+def load_task_source(spec: str, taken: Callable[[Task], str | None] = lambda task: None) -> list[Task]:
+    """The checked tasks of `module:NAME` (imported now; not cached here: see `registry.user_tasks`).
+
+    `taken(task)` says why a task's id cannot be used (a built-in id), checked before its generator runs."""
     from parallelbench.userimport import import_user_module, user_dir  # noqa: PLC0415
 
     module_name, _, name = spec.strip().rpartition(":")
@@ -80,6 +82,9 @@ def load_task_source(spec: str) -> list[Task]:
         if task.id in seen:
             raise TaskSourceError(f"{spec} gives two tasks with the id {task.id!r}; task ids must be unique")
         seen.add(task.id)
+        why = taken(task)
+        if why:
+            raise TaskSourceError(why)
         wrapped = dataclasses.replace(
             task,
             generate=CheckedGenerator(task.generate, task.id, module_name),
@@ -92,6 +97,30 @@ def load_task_source(spec: str) -> list[Task]:
             wrapped.valid_answers(first[0])
         checked.append(wrapped)
     return checked
+
+
+def import_scorer_modules(names: str) -> list[str]:
+    """Import each module of a comma list (`score --scorers my_scorers`), so its scorers register."""
+    from parallelbench.userimport import import_user_module, user_dir  # noqa: PLC0415
+
+    done = []
+    for name in (n.strip() for n in names.split(",")):
+        if not name:
+            continue
+        if not _MODULE.match(name):
+            raise TaskSourceError(f"--scorers {name!r} is not a module name (e.g. my_scorers or pkg.scorers)")
+        try:
+            import_user_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and name.startswith(exc.name):
+                raise TaskSourceError(
+                    f"--scorers: no module named {name!r} in {user_dir()} or among the installed packages"
+                ) from None
+            raise TaskSourceError(f"--scorers: importing {name} failed ({_short(exc)})") from None
+        except Exception as exc:  # noqa: BLE001 - the user's module
+            raise TaskSourceError(f"--scorers: importing {name} failed ({_short(exc)})") from None
+        done.append(name)
+    return done
 
 
 def _looks_like_source(value: Any, module_name: str) -> bool:
@@ -129,7 +158,8 @@ def _what(obj: Any) -> str:
         return f"the class {obj.__name__}"
     text = repr(obj)
     text = text if len(text) <= 60 else text[:57] + "..."
-    return f"a {type(obj).__name__} ({text})"
+    kind = type(obj).__name__
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} ({text})"
 
 
 def _check_task(spec: str, task: Task) -> None:
@@ -272,3 +302,30 @@ def _short(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     text = text if len(text) <= 200 else text[:197] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def source_fingerprint(spec: str) -> str:
+    """A short hash of the user module's source file, so rows of an edited task are not reused."""
+    import hashlib  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    module = sys.modules.get(source_module(spec))
+    path = getattr(module, "__file__", None)
+    try:
+        data = open(path, "rb").read() if path else spec.encode()
+    except OSError:
+        data = spec.encode()
+    return hashlib.sha256(data).hexdigest()[:12]
+
+
+def import_root(module_name: str) -> str | None:
+    """The folder to put on sys.path to import `module_name` again (None if it has no file)."""
+    import sys  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    module = sys.modules.get(module_name)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    depth = module_name.count(".") + (1 if Path(path).name == "__init__.py" else 0)
+    return str(Path(path).resolve().parents[depth])
