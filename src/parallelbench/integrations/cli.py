@@ -37,7 +37,7 @@ def lm_eval_command(ctx: typer.Context) -> None:
         args = ["run", "--help"]
     import tempfile
 
-    from parallelbench.integrations.lm_eval_tasks import with_user_tasks
+    from parallelbench.integrations.lm_eval_user import with_user_tasks
     from parallelbench.tasks import TaskSourceError
 
     saved = sys.argv

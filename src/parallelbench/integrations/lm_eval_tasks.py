@@ -23,26 +23,6 @@ import json
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# Modules of your own tasks (`--tasks module:NAME`): (name, folder) pairs imported before scoring
-# so that their @register_scorer scorers exist.
-USER_MODULES = []
-
-
-def _import_user_modules():
-    import importlib
-    import sys
-
-    for name, folder in USER_MODULES:
-        if name in sys.modules:
-            continue
-        added = folder not in sys.path
-        if added:
-            sys.path.insert(0, folder)
-        try:
-            importlib.import_module(name)
-        finally:
-            if added:
-                sys.path.remove(folder)
 
 
 def load_docs(data_file=None, **_):
@@ -59,7 +39,6 @@ def process_results(doc, results):
     from parallelbench.scoring import score
     from parallelbench.tasks.base import Sample
 
-    _import_user_modules()
     sample = Sample.from_dict(json.loads(doc["parallelbench_sample"]))
     return {"acc": float(score(sample, results[0]).score)}
 '''
@@ -117,21 +96,6 @@ def doc_of(sample: Sample) -> dict:
             "parallelbench_sample": json.dumps(sample.to_dict(), ensure_ascii=False)}
 
 
-def _utils(tasks: list[Task]) -> str:
-    """utils.py, importing the modules of user tasks (where they were found now) before scoring."""
-    from parallelbench.tasks import task_source
-    from parallelbench.tasks.user import import_root, source_module
-
-    modules = {}
-    for task in tasks:
-        spec = task_source(task.id)
-        if spec:
-            name = source_module(spec)
-            modules[name] = import_root(name)
-    pairs = [(name, folder) for name, folder in modules.items() if folder]
-    return UTILS.replace("USER_MODULES = []", f"USER_MODULES = {pairs!r}")
-
-
 def export_lm_eval(
     tasks: Iterable[Task],
     out_dir: str | Path,
@@ -142,9 +106,7 @@ def export_lm_eval(
     out_dir = Path(out_dir)
     (out_dir / "data").mkdir(parents=True, exist_ok=True)
     rows, paper = [], []
-    tasks_seen = []
     for task in tasks:
-        tasks_seen.append(task)
         name = lm_eval_task_name(task.id)
         samples = samples_of(task, limit) if samples_of else task.samples(limit)
         data_file = f"data/{name}.jsonl"
@@ -156,55 +118,7 @@ def export_lm_eval(
         rows.append((name, path, len(samples)))
         if task.in_paper:
             paper.append(name)
-    (out_dir / "utils.py").write_text(_utils(tasks_seen), encoding="utf-8")
+    (out_dir / "utils.py").write_text(UTILS, encoding="utf-8")
     if paper:
         (out_dir / f"_{GROUP}.yaml").write_text(group_yaml(paper), encoding="utf-8")
     return rows
-
-
-def with_user_tasks(args: list[str], folder: str | Path) -> list[str]:
-    """lm-eval arguments with every `module:NAME` item of `--tasks` exported into `folder`.
-
-    The items become the exported lm-eval task names and `--include_path folder` is added,
-    so `parallelbench lm-eval --tasks my_tasks:make_tasks ...` runs your own tasks.
-    Raises `TaskSourceError` (one line) for a source that cannot be loaded.
-    """
-    from parallelbench.tasks import resolve_tasks
-    from parallelbench.tasks.user import is_task_source
-
-    out, changed = [], False
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        value = None
-        if arg == "--tasks" and i + 1 < len(args):
-            value, prefix = args[i + 1], None
-            i += 2
-        elif arg.startswith("--tasks="):
-            value, prefix = arg[len("--tasks="):], "--tasks="
-            i += 1
-        else:
-            out.append(arg)
-            i += 1
-            continue
-        items = [v.strip() for v in value.split(",") if v.strip()]
-        if any(is_task_source(v) for v in items):
-            names = []
-            for item in items:
-                if is_task_source(item):
-                    rows = export_lm_eval(resolve_tasks([item]), Path(folder) / re.sub(r"\W+", "_", item))
-                    names += [name for name, _, _ in rows]
-                else:
-                    names.append(item)
-            value, changed = ",".join(names), True
-        out += [f"{prefix}{value}"] if prefix else ["--tasks", value]
-    if changed:
-        if any(a == "--include_path" or a.startswith("--include_path=") for a in out):
-            from parallelbench.tasks import TaskSourceError
-
-            raise TaskSourceError(
-                "--tasks module:NAME cannot be combined with --include_path (lm-eval takes one folder); export your "
-                "tasks into that folder with `parallelbench tasks export --format lm-eval --out DIR --tasks module:NAME`"
-            )
-        out += ["--include_path", str(folder)]
-    return out

@@ -65,7 +65,9 @@ class GeneratorParams:
 @dataclass(frozen=True)
 class Task:
     """A task: wording, shots, generation budget, scorer and generator (built in, or your own:
-    `--tasks module:NAME` loads it, see docs/architecture.md)."""
+    `--tasks module:NAME` loads it, see docs/architecture.md). The fields in the order of the
+    public contract: `Task(id, category, prompt_template, shots, max_new_tokens, scorer, params,
+    generate, valid_answers, in_paper, description)`."""
 
     id: str
     category: str  # "waiting_line" | "text_writing" | "puzzle" | "synthetic", or any name of your own
@@ -76,10 +78,10 @@ class Task:
     params: GeneratorParams
     # (task, limit) -> samples; deterministic in task.params.seed
     generate: Callable[["Task", int | None], list[Sample]]
-    description: str = ""
     # Finite set of valid answers of a sample (text), or None when not enumerable.
     valid_answers: Callable[[Sample], list[str] | None] | None = None
     in_paper: bool = False  # one of the 17 tasks of the paper's benchmark
+    description: str = ""
 
     def samples(self, limit: int | None = None) -> list[Sample]:
         return self.generate(self, limit)

@@ -210,8 +210,11 @@ def export(
     if fmt == "lm-eval":
         from parallelbench.integrations.lm_eval_tasks import export_lm_eval
 
+        from parallelbench.integrations.lm_eval_user import add_user_modules
+
         try:
             rows = export_lm_eval(chosen, out, limit, samples_of)
+            add_user_modules(out, chosen)  # tasks of your own: utils.py imports their module
         except (FileNotFoundError, ValueError, OSError) as exc:
             _fail(" ".join(str(exc).split()))
         total = sum(c for _, _, c in rows)

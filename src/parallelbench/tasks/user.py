@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import re
 from typing import Any, Callable
 
@@ -293,6 +294,11 @@ def _check_fields(task_id: str, index: int, s: Sample, ids: set[str], module_nam
         raise bad("messages", 'a non-empty list of {"role": ..., "content": ...} turns', turns)
     if not isinstance(s.data, dict):
         raise bad("data", "a dict", s.data)
+    try:  # samples are exported, stored and fingerprinted as JSON
+        json.dumps(s.data, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TaskSourceError(f"{where}: field 'data' must hold JSON values (strings, numbers, lists, dicts), "
+                              f"but {_short(exc)}") from None
     if s.output_format is not None and not isinstance(s.output_format, str):
         raise bad("output_format", "None or a string", s.output_format)
     _check_scorer(task_id, s.scorer, module_name)
