@@ -52,25 +52,13 @@ def load_task_source(spec: str, taken: Callable[[Task], str | None] = lambda tas
     """The checked tasks of `module:NAME` (imported now; not cached here: see `registry.user_tasks`).
 
     `taken(task)` says why a task's id cannot be used (a built-in id), checked before its generator runs."""
-    from parallelbench.userimport import import_user_module, user_dir  # noqa: PLC0415
-
     module_name, _, name = spec.strip().rpartition(":")
     if not _MODULE.match(module_name) or not _NAME.match(name):
         raise TaskSourceError(
             f"task source {spec!r} is not of the form module:NAME (e.g. my_tasks:make_tasks, "
             "NAME a Task or a function returning tasks)"
         )
-    try:
-        module = import_user_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
-            raise TaskSourceError(
-                f"cannot load tasks {spec!r}: no module named {module_name!r} in {user_dir()} or among the installed "
-                f"packages; run from the folder that holds {module_name.split('.')[0]}.py, or install it"
-            ) from None
-        raise TaskSourceError(f"cannot load tasks {spec!r}: importing {module_name} failed ({_short(exc)})") from None
-    except Exception as exc:  # noqa: BLE001 - the user's module: any error becomes one line
-        raise TaskSourceError(f"cannot load tasks {spec!r}: importing {module_name} failed ({_short(exc)})") from None
+    module = _import(module_name, f"cannot load tasks {spec!r}")
     if not hasattr(module, name):
         found = [k for k, v in vars(module).items() if not k.startswith("_") and _looks_like_source(v, module_name)]
         have = f"; it defines: {', '.join(sorted(found))}" if found else "; it defines no Task and no function"
@@ -102,26 +90,32 @@ def load_task_source(spec: str, taken: Callable[[Task], str | None] = lambda tas
 
 def import_scorer_modules(names: str) -> list[str]:
     """Import each module of a comma list (`score --scorers my_scorers`), so its scorers register."""
-    from parallelbench.userimport import import_user_module, user_dir  # noqa: PLC0415
-
     done = []
     for name in (n.strip() for n in names.split(",")):
         if not name:
             continue
         if not _MODULE.match(name):
             raise TaskSourceError(f"--scorers {name!r} is not a module name (e.g. my_scorers or pkg.scorers)")
-        try:
-            import_user_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name and name.startswith(exc.name):
-                raise TaskSourceError(
-                    f"--scorers: no module named {name!r} in {user_dir()} or among the installed packages"
-                ) from None
-            raise TaskSourceError(f"--scorers: importing {name} failed ({_short(exc)})") from None
-        except Exception as exc:  # noqa: BLE001 - the user's module
-            raise TaskSourceError(f"--scorers: importing {name} failed ({_short(exc)})") from None
+        _import(name, "--scorers")
         done.append(name)
     return done
+
+
+def _import(module_name: str, what: str) -> Any:
+    """The user's module (the `userimport` rule), or one line: missing, or failing on import."""
+    from parallelbench.userimport import import_user_module, user_dir  # noqa: PLC0415
+
+    try:
+        return import_user_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise TaskSourceError(
+                f"{what}: no module named {module_name!r} in {user_dir()} or among the installed packages; run from "
+                f"the folder that holds {module_name.split('.')[0]}.py, or install it"
+            ) from None
+        raise TaskSourceError(f"{what}: importing {module_name} failed ({_short(exc)})") from None
+    except Exception as exc:  # noqa: BLE001 - the user's module: any error becomes one line
+        raise TaskSourceError(f"{what}: importing {module_name} failed ({_short(exc)})") from None
 
 
 def _looks_like_source(value: Any, module_name: str) -> bool:
