@@ -13,6 +13,8 @@ Example: parallelbench lm-eval --model parallelbench --model_args model=tiny,str
 Model arguments: model, strategy and its options (k, threshold, block_length, temperature...),
 gen_length, seed, batch_size, mc_samples, stats_path. Tasks whose data come from a hub need the
 network; tasks exported with `parallelbench tasks export --format lm-eval` run offline.
+`--tasks my_tasks:make_tasks` (module:NAME) runs tasks of your own module: they are exported
+to a temporary folder that is added with --include_path.
 lm-eval's own options follow."""
 
 
@@ -33,10 +35,19 @@ def lm_eval_command(ctx: typer.Context) -> None:
     if not args or args[0] in ("-h", "--help"):
         typer.echo(HELP)
         args = ["run", "--help"]
+    import tempfile
+
+    from parallelbench.integrations.lm_eval_user import with_user_tasks
+    from parallelbench.tasks import TaskSourceError
+
     saved = sys.argv
-    sys.argv = ["lm-eval", *args]
+    folder = tempfile.TemporaryDirectory(prefix="parallelbench-lm-eval-")
     try:
+        sys.argv = ["lm-eval", *with_user_tasks(args, folder.name)]
         lm_main.cli_evaluate()
+    except TaskSourceError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2)
     except (ParallelBenchLMError, ModelSpecError, NotImplementedError) as exc:
         typer.echo(f"error: {' '.join(str(exc).split())}", err=True)
         raise typer.Exit(2)
@@ -44,3 +55,4 @@ def lm_eval_command(ctx: typer.Context) -> None:
         raise typer.Exit(exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1))
     finally:
         sys.argv = saved
+        folder.cleanup()

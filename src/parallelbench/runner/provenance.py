@@ -60,7 +60,7 @@ def source_fingerprint(obj: Any) -> str | None:
     """Hash of the Python source file that defines `obj` (a class, a function), or None when
     there is none to read (typed into an interactive session, compiled, built in)."""
     try:
-        path = inspect.getsourcefile(obj)
+        path = inspect.getsourcefile(inspect.unwrap(obj))  # a user scorer sits behind a functools.wraps guard
     except (TypeError, OSError):
         return None
     if not path or not path.endswith(".py"):

@@ -271,6 +271,7 @@ class RunSpec:
             check_model(m)
             check_model_options(m, self.model_options)
         tasks = _resolve_tasks(self.tasks) if self.tasks is not None else default_tasks()
+        _check_user_tasks(tasks, self._limit())
         grids = self._grids()
         configs = {t.id: _expand(grids, t) for t in tasks}
         return Plan(spec=self, models=models, tasks=tasks, configs=configs, limit=self._limit())
@@ -393,6 +394,18 @@ def _resolve_tasks(items: list[str]) -> list["Task"]:
     if not tasks:
         raise SpecError(f"no tasks match {', '.join(items)}; run `parallelbench tasks list` for every id")
     return tasks
+
+
+def _check_user_tasks(tasks: list["Task"], limit: int | None) -> None:
+    """Run the generators of tasks from user modules now, so a bad sample is one line before any work."""
+    from parallelbench.tasks import TaskSourceError, task_source
+
+    for task in tasks:
+        if task_source(task.id) is not None:
+            try:
+                task.samples(limit)
+            except TaskSourceError as exc:
+                raise SpecError(str(exc)) from None
 
 
 _PARAM_NAME_CACHE: dict[str, frozenset[str] | None] = {}

@@ -53,6 +53,7 @@ class WorkUnit:
     row_versions: list[dict[str, Any]] = field(default_factory=list)  # per sample: provenance details for `versions`
     model_name: str = ""  # the `model` column of its rows (a py: factory's own name), default the spec
     scoring: str = "default"  # the scoring mode
+    task_source: str | None = None  # `module:NAME` of a user task: a Ray worker loads it (its scorers too)
 
     @property
     def decode_seed(self) -> int:
@@ -65,10 +66,18 @@ class WorkUnit:
 
 
 def task_data_version(task: "Task") -> str:
-    """A short hash of the generator settings: same value, same samples."""
+    """A short hash of the generator settings: same value, same samples.
+
+    A task from a user module (`--tasks module:NAME`) also hashes that module's source, so
+    editing the task decodes it again."""
+    from parallelbench.tasks import task_source
+    from parallelbench.tasks.user import source_fingerprint
+
     p = task.params
+    source = task_source(task.id)
     desc = canonical_json(
         {
+            **({"source": source_fingerprint(source)} if source else {}),
             "task": task.id,
             "n": [p.n_min, p.n_max],
             "per_length": p.samples_per_length,
@@ -202,6 +211,8 @@ def plan_units(
     its scoring half differs it is rescored without decoding; otherwise its unit decodes again.
     `force` decodes every unit again. Without a `provenance`, any stored key counts as done.
     """
+    from parallelbench.tasks import task_source
+
     cache = samples_cache if samples_cache is not None else {}
     out = UnitPlan()
     bs = plan.spec.batch_size
@@ -255,7 +266,7 @@ def plan_units(
                         provs, details = [provs[i] for i in missing], [details[i] for i in missing]
                     out.units.append(
                         WorkUnit(model, config, task.id, task.category, task.max_new_tokens, seed, chunk, version, keys,
-                                 anchor, provs, details, model_name, scoring)
+                                 anchor, provs, details, model_name, scoring, task_source(task.id))
                     )
     return out
 
@@ -357,6 +368,10 @@ class UnitRunner:
 
     def run(self, unit: WorkUnit) -> list[dict[str, Any]]:
         """Decode, score and turn one unit into database rows."""
+        if unit.task_source:  # a Ray worker has not imported the user's task module (and its scorers) yet
+            from parallelbench.tasks import user_tasks
+
+            user_tasks(unit.task_source)
         strategy = self.strategy(unit.config)
         t0 = time.perf_counter()
         try:

@@ -1,5 +1,10 @@
-"""Scorers: exact list and puzzle checks, grammar, ROUGE-L, BLEU, BERTScore, inclusion."""
+"""Scorers: exact list and puzzle checks, grammar, ROUGE-L, BLEU, BERTScore, inclusion.
 
+Importing the package registers the built-in scorers (`builtin.py`), so every way into
+`parallelbench.scoring` (this package, `scoring.base`, a scorer module) finds them.
+"""
+
+from parallelbench.scoring import builtin  # noqa: F401  (registers the built-in scorers)
 from parallelbench.scoring.base import (
     SCORING_MODES,
     Scorer,

@@ -1,7 +1,6 @@
-"""Importing this module registers the built-in scorers (`base.get_scorer` does it lazily).
+"""The built-in scorers: importing this module registers them (the package does it on import).
 
-A module of its own so that the registry in `base.py` and the package `__init__` never
-import each other.
+A module of its own so that the registry in `base.py` never imports the scorers.
 """
 
 from parallelbench.scoring import cot, lists, puzzles, text  # noqa: F401

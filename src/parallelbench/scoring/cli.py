@@ -47,8 +47,9 @@ def _summary_table(rows: list[dict], mode: str = "default"):
 
 
 def score(
-    tasks: Optional[Path] = typer.Option(
-        None, "--tasks", help="A task JSONL file, or a folder of them (from `parallelbench tasks export` or `tasks import`)."
+    tasks: Optional[str] = typer.Option(
+        None, "--tasks", help="A task JSONL file, or a folder of them (from `parallelbench tasks export` or `tasks import`), "
+        "or module:NAME: tasks of your own module (every sample is generated)."
     ),
     outputs: Optional[Path] = typer.Option(None, "--outputs", help='JSONL file of {"id": ..., "output": "..."} lines.'),
     db: Optional[Path] = typer.Option(
@@ -66,11 +67,15 @@ def score(
     bertscore_model: Optional[str] = typer.Option(
         None, "--bertscore-model", help="minilm (bundled, the default), roberta-large or a local model folder, if on disk."
     ),
+    scorers: Optional[str] = typer.Option(
+        None, "--scorers", help="Module(s) of your own whose @register_scorer scorers the task files name (comma list)."
+    ),
 ) -> None:
     """Score model outputs against task files (or rescore a results database) and print a per-task table.
 
     Example: parallelbench score --tasks tasks/ --outputs answers.jsonl --per-sample scores.jsonl
     Example: parallelbench score --db parallelbench.db --scoring paper --per-sample paper_scores.jsonl
+    Example: parallelbench score --tasks my_out/ --scorers my_tasks --outputs answers.jsonl
     """
     from rich.console import Console  # noqa: PLC0415
 
@@ -98,13 +103,24 @@ def score(
         os.environ[BACKEND_ENV] = grammar_backend
     if bertscore_model:
         os.environ[MODEL_ENV] = bertscore_model
+    from parallelbench.tasks import TaskSourceError, task_source_samples  # noqa: PLC0415
+    from parallelbench.tasks.user import import_scorer_modules, is_task_source  # noqa: PLC0415
+
     if db is not None:
-        _rescore_db(console, db, tasks, scoring, per_sample)
+        try:
+            import_scorer_modules(scorers or "")
+        except TaskSourceError as err:
+            _fail(console, str(err))
+        _rescore_db(console, db, Path(tasks) if tasks else None, scoring, per_sample)
         return
     try:
-        samples = read_samples(tasks)
+        import_scorer_modules(scorers or "")
+        if is_task_source(tasks) and not Path(tasks).exists():
+            samples = task_source_samples(tasks)
+        else:
+            samples = read_samples(Path(tasks))
         answers = read_outputs(outputs)
-    except ScoreInputError as err:
+    except (ScoreInputError, TaskSourceError) as err:
         _fail(console, str(err))
     unknown = [sample_id for sample_id, _ in answers if sample_id not in samples]
     if unknown:
@@ -123,7 +139,7 @@ def score(
         with console.status(f"scoring {len(chosen)} answers..."):
             results = score_many(chosen, texts, mode=scoring)
     except KeyError as err:
-        _fail(console, f"{err.args[0]}; the task file names a scorer this version does not have")
+        _fail(console, f"{err.args[0]}; the task file names a scorer this version does not have (a scorer of your own: name its module with --scorers MODULE)")
     except (GrammarBackendError, MetricUnavailable) as err:
         _fail(console, str(err))
 

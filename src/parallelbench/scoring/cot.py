@@ -13,12 +13,12 @@ import re
 from typing import TYPE_CHECKING
 
 from parallelbench.scoring.base import Scores, get_scorer, register_scorer
+from parallelbench.tasks.cot_format import ANSWER_MARKER, COT_SCORER
 
 if TYPE_CHECKING:
     from parallelbench.tasks.base import Sample
 
-COT_SCORER = "cot_answer"
-ANSWER_MARKER = "The answer is:"
+__all__ = ["ANSWER_MARKER", "COT_SCORER", "base_sample", "extract_final_answer", "score_cot"]
 # A literal pattern (no quantifiers), so finding every occurrence is linear in the output.
 _MARKER = re.compile(re.escape(ANSWER_MARKER), re.IGNORECASE)
 _WRAPPERS = ("''", '""', "``", "{}", "**", "\u2018\u2019", "\u201c\u201d")

@@ -4,13 +4,15 @@ A `Sample` is self-contained: it carries its prompt (plain and chat form), one
 reference answer, the name of its scorer and every datum that scorer needs, so
 an exported or imported JSONL line can be scored with no registry at hand.
 A `Task` knows how to generate its samples deterministically from a seed.
+This module imports nothing of the project: scorers, models and the registry
+(`registry.py`) all read these records without an import circle.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 Message = dict[str, str]  # {"role": "user" | "assistant" | "system", "content": str}
 
@@ -62,10 +64,13 @@ class GeneratorParams:
 
 @dataclass(frozen=True)
 class Task:
-    """A registered task: wording, shots, generation budget, scorer and generator."""
+    """A task: wording, shots, generation budget, scorer and generator (built in, or your own:
+    `--tasks module:NAME` loads it, see docs/architecture.md). The fields in the order of the
+    public contract: `Task(id, category, prompt_template, shots, max_new_tokens, scorer, params,
+    generate, valid_answers, in_paper, description)`."""
 
     id: str
-    category: str  # "waiting_line" | "text_writing" | "puzzle" | "synthetic"
+    category: str  # "waiting_line" | "text_writing" | "puzzle" | "synthetic", or any name of your own
     prompt_template: str
     shots: int  # 1 for Waiting Line and Puzzles, 0 for Text Writing
     max_new_tokens: int  # 32 for Waiting Line, 64 for Text Writing and Puzzles
@@ -73,78 +78,10 @@ class Task:
     params: GeneratorParams
     # (task, limit) -> samples; deterministic in task.params.seed
     generate: Callable[["Task", int | None], list[Sample]]
-    description: str = ""
     # Finite set of valid answers of a sample (text), or None when not enumerable.
     valid_answers: Callable[[Sample], list[str] | None] | None = None
     in_paper: bool = False  # one of the 17 tasks of the paper's benchmark
+    description: str = ""
 
     def samples(self, limit: int | None = None) -> list[Sample]:
         return self.generate(self, limit)
-
-
-_REGISTRY: dict[str, Task] = {}
-COT_SUFFIX = "-cot"  # `<task>-cot`: the chain-of-thought variant of a task (`tasks/cot.py`)
-
-
-def register(task: Task) -> Task:
-    if task.id in _REGISTRY:
-        raise ValueError(f"task id {task.id!r} is registered twice")
-    _REGISTRY[task.id] = task
-    return task
-
-
-def registry() -> dict[str, Task]:
-    from parallelbench.tasks import builtin  # noqa: F401, PLC0415  (fills the registry once)
-
-    return _REGISTRY
-
-
-def get_task(task_id: str) -> Task:
-    tasks = registry()
-    if task_id not in tasks and task_id.endswith(COT_SUFFIX):
-        have = [t for t in tasks if t.endswith(COT_SUFFIX)]
-        raise KeyError(
-            f"{task_id[: -len(COT_SUFFIX)]!r} has no chain-of-thought variant; CoT variants exist for: "
-            f"{', '.join(have)}"
-        )
-    if task_id not in tasks:
-        close = [t for t in tasks if task_id.split("/")[-1] in t][:5]
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise KeyError(
-            f"unknown task {task_id!r}.{hint} Run `parallelbench tasks list` for every id."
-        )
-    return tasks[task_id]
-
-
-def resolve_tasks(spec: str | Iterable[str]) -> list[Task]:
-    """Task specs -> tasks, in order, without repeats.
-
-    A spec item is a task id, "paper" (the 17 tasks of the paper), "cot" (every
-    chain-of-thought variant, `<task>-cot`), or a family: an id
-    prefix such as "waiting_line_n15" or a category such as "waiting_line". A family
-    selects its paper tasks when it has any (so "waiting_line" is the paper's 10 tasks,
-    not the n = 15 and n = 21..24 variants) and all of its tasks otherwise.
-    """
-    items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
-    if not items:
-        raise KeyError("no task given; name task ids, a family such as waiting_line, or paper")
-    tasks = registry()
-    out: list[Task] = []
-    for item in items:
-        if item == "paper":
-            out += [t for t in tasks.values() if t.in_paper]
-        elif item == "cot":
-            out += [t for t in tasks.values() if t.id.endswith(COT_SUFFIX)]
-        elif item in tasks:
-            out.append(tasks[item])
-        else:
-            family = [t for t in tasks.values() if t.id.startswith(item.rstrip("/") + "/")]
-            family = family or [t for t in tasks.values() if t.category == item]
-            if not family:
-                out.append(get_task(item))  # raises with a hint
-            paper = [t for t in family if t.in_paper]
-            out += paper or family
-    seen: dict[str, Task] = {}
-    for t in out:
-        seen.setdefault(t.id, t)
-    return list(seen.values())

@@ -1,8 +1,10 @@
-"""Importing this module registers the built-in tasks (`base.registry` does it lazily).
+"""The built-in tasks, in registry order (`registry.py` registers them on first use).
 
-A module of its own so that the registry in `base.py` and the package `__init__` never
-import each other. `cot` wraps Waiting Line tasks, so it comes after `waiting_line`.
+The task modules only define their tasks (`TASKS`); none of them imports the registry,
+so the registry can load them lazily without an import circle. `cot` wraps the Waiting
+Line tasks, so it comes last.
 """
 
-from parallelbench.tasks import puzzles, synthetic, text_writing, waiting_line  # noqa: F401
-from parallelbench.tasks import cot  # noqa: F401, E402  (after waiting_line: wraps its tasks)
+from parallelbench.tasks import cot, puzzles, synthetic, text_writing, waiting_line
+
+BUILTIN_TASKS = (*puzzles.TASKS, *synthetic.TASKS, *text_writing.TASKS, *waiting_line.TASKS, *cot.TASKS)

@@ -52,7 +52,7 @@ def _task_row(task) -> dict:
 
 @app.command("list")
 def list_tasks(
-    tasks: str = typer.Option("all", "--tasks", "-t", help="Ids, categories or 'paper' (comma list), or 'all'."),
+    tasks: str = typer.Option("all", "--tasks", "-t", help="Ids, categories, 'paper' or module:NAME (comma list), or 'all'."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of {id, category, samples, in_paper, ...}."),
 ) -> None:
     """List tasks with their category, sample count, n range, shots and scorer.
@@ -82,52 +82,77 @@ def list_tasks(
 
 @app.command("show")
 def show(
-    task_id: str = typer.Argument(..., help="Task id, e.g. waiting_line/shuffle."),
+    task_id: Optional[str] = typer.Argument(None, help="Task id (e.g. waiting_line/shuffle) or module:NAME (your own tasks)."),
+    tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help="The same as the argument: a task id or module:NAME."),
     index: int = typer.Option(0, "--index", "-i", help="Which sample (0-based)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Generate with this seed instead of the task's."),
 ) -> None:
     """Show one sample: its prompt, chat messages (one-shot example included) and a correct answer.
 
+    With module:NAME (tasks of your own module) the sample is shown for each of its tasks.
+
     Example: parallelbench tasks show waiting_line/shuffle --index 3
+    Example: parallelbench tasks show --tasks my_tasks:make_tasks
     """
-    from parallelbench.tasks import valid_answers
-    from parallelbench.tasks._answers import count_valid_answers
+    from parallelbench.tasks import TaskSourceError, get_task
     from parallelbench.tasks._common import with_params
+    from parallelbench.tasks.user import is_task_source
 
-    from parallelbench.tasks import get_task
-
+    spec = (task_id or tasks or "").strip()
+    if not spec:
+        _fail("name a task: parallelbench tasks show waiting_line/copy (or --tasks module:NAME for your own)")
+    if task_id and tasks and task_id.strip() != tasks.strip():
+        _fail(f"give the task once: either the argument ({task_id}) or --tasks ({tasks})")
+    if is_task_source(spec) or "," in spec:
+        chosen = _resolve(spec)
+    else:
+        try:
+            chosen = [get_task(spec)]
+        except KeyError as exc:
+            _fail(str(exc.args[0]) if exc.args else str(exc))
     try:
-        task = get_task(task_id.strip())
-    except KeyError as exc:
-        _fail(str(exc.args[0]) if exc.args else str(exc))
-    if seed is not None:
-        task = with_params(task, seed=seed)
+        for task in chosen:
+            if seed is not None:
+                task = with_params(task, seed=seed)
+            _show_sample(task, index)
+    except TaskSourceError as exc:
+        _fail(str(exc))
+
+
+def _show_sample(task, index: int) -> None:
+    from rich.panel import Panel
+    from rich.text import Text
+
+    from parallelbench.tasks import task_source, valid_answers
+    from parallelbench.tasks._answers import count_valid_answers
+
     if index < 0 or index >= task.params.num_samples:
         _fail(f"--index {index} is out of range: {task.id} has {task.params.num_samples} samples (0..{task.params.num_samples - 1})")
     samples = task.samples(index + 1)
     if index >= len(samples):
         _fail(f"--index {index} is out of range: {task.id} has {len(samples)} samples")
     s = samples[index]
-    from rich.panel import Panel
-    from rich.text import Text
-
     _out.print(Text(f"{s.id}  (scorer {s.scorer}, max {task.max_new_tokens} new tokens)", style="bold"))
     _out.print(Panel(Text(s.prompt), title="prompt"))
     for m in s.messages:
         _out.print(Panel(Text(m["content"]), title=m["role"]))
     _out.print(Panel(Text(s.answer), title="a correct answer"))
     count = count_valid_answers(s)
-    if count is not None:
+    if count is not None and task_source(task.id) is None:
         listed = valid_answers(s)
         note = "" if listed is not None else " (too many to list)"
         _out.print(f"valid answers: {count}{note}", highlight=False)
+    elif task.valid_answers is not None:
+        listed = valid_answers(s)
+        if listed is not None:
+            _out.print(f"valid answers: {len(listed)}", highlight=False)
     _out.print(Panel(Text(json.dumps(s.data, ensure_ascii=False)), title="data"))
 
 
 @app.command("export")
 def export(
     out: Path = typer.Option(..., "--out", "-o", help="Folder for the JSONL files (created)."),
-    tasks: str = typer.Option("paper", "--tasks", "-t", help="Ids, categories or 'paper' (comma list), or 'all'."),
+    tasks: str = typer.Option("paper", "--tasks", "-t", help="Ids, categories, 'paper' or module:NAME (your own tasks; comma list), or 'all'."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many samples per task."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Generator seed instead of each task's default."),
     n_min: Optional[int] = typer.Option(None, "--n-min", min=1, help="Shortest list length (list tasks)."),
@@ -142,6 +167,7 @@ def export(
     paper's 17) with subgroups per category, local data, our scorers (docs/lm-eval.md).
 
     Example: parallelbench tasks export --out tasks_out --tasks paper --limit 10
+    Example: parallelbench tasks export --out my_out --tasks my_tasks:make_tasks
     Example: parallelbench tasks export --format lm-eval --out pb_tasks && lm_eval --model hf --model_args pretrained=gpt2 --include_path pb_tasks --tasks parallelbench_all
     """
     from parallelbench.outputs import OutputError, check_folder
@@ -185,8 +211,11 @@ def export(
     if fmt == "lm-eval":
         from parallelbench.integrations.lm_eval_tasks import export_lm_eval
 
+        from parallelbench.integrations.lm_eval_user import add_user_modules
+
         try:
             rows = export_lm_eval(chosen, out, limit, samples_of)
+            add_user_modules(out, chosen)  # tasks of your own: utils.py imports their module
         except (FileNotFoundError, ValueError, OSError) as exc:
             _fail(" ".join(str(exc).split()))
         total = sum(c for _, _, c in rows)

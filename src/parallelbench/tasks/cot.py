@@ -15,11 +15,12 @@ from __future__ import annotations
 import dataclasses
 from functools import partial
 
-from parallelbench.scoring.cot import ANSWER_MARKER, COT_SCORER
 from parallelbench.tasks._common import StableRng, format_list, one_shot
 from parallelbench.tasks._listops import OPS_WITH_WORD, ListItem, apply_op, render, sort_key
-from parallelbench.tasks.base import COT_SUFFIX, Sample, Task, register
+from parallelbench.tasks.base import Sample, Task
+from parallelbench.tasks.cot_format import ANSWER_MARKER, COT_SCORER, COT_SUFFIX
 from parallelbench.tasks.waiting_line import OPS, draw_new_person, draw_people
+from parallelbench.tasks.waiting_line import TASKS as WAITING_LINE_TASKS
 
 MAX_NEW_TOKENS = 256  # the paper raised the output limit from 32 to 256 for CoT
 TRIGGER = f"Think step by step and give your final answer at the end as '{ANSWER_MARKER} {{answer}}'."
@@ -161,11 +162,5 @@ def cot_task(base: Task) -> Task:
     )
 
 
-def _register_all() -> None:
-    from parallelbench.tasks.base import _REGISTRY  # noqa: PLC0415  (waiting_line has registered its tasks)
-
-    for base_id in BASE_TASKS:
-        register(cot_task(_REGISTRY[base_id]))
-
-
-_register_all()
+_BY_ID = {t.id: t for t in WAITING_LINE_TASKS}
+TASKS = tuple(cot_task(_BY_ID[base_id]) for base_id in BASE_TASKS)  # registered by `tasks/builtin.py`

@@ -18,7 +18,7 @@ from parallelbench.tasks._grids import (
     count_sudoku_solutions,
     sudoku_text,
 )
-from parallelbench.tasks.base import GeneratorParams, Sample, Task, register
+from parallelbench.tasks.base import GeneratorParams, Sample, Task
 
 LATIN_PROMPT = (
     "Generate a Latin square of size {size} with the symbols {symbols}. Only output the final result as CSV."
@@ -130,7 +130,7 @@ def _generate_sudoku(task: Task, limit: int | None) -> list[Sample]:
     return out
 
 
-register(
+TASKS = (  # registered by `tasks/builtin.py`
     Task(
         id="puzzle/latin_square",
         category="puzzle",
@@ -143,9 +143,7 @@ register(
         description="Latin square 4x4 over 4 random letters/digits; any valid square is correct (576).",
         valid_answers=valid_answers_from_data,
         in_paper=True,
-    )
-)
-register(
+    ),
     Task(
         id="puzzle/sudoku",
         category="puzzle",
@@ -159,5 +157,5 @@ register(
         description="Sudoku 4x4 with a unique solution, 12 clues by default (params.extra['clues']).",
         valid_answers=valid_answers_from_data,
         in_paper=True,
-    )
+    ),
 )

@@ -17,7 +17,7 @@ from typing import Sequence
 from parallelbench.tasks._answers import valid_answers_from_data
 from parallelbench.tasks._common import DEFAULT_SEED, StableRng, with_params
 from parallelbench.tasks._listops import SCORER_OF, generate_list_samples
-from parallelbench.tasks.base import GeneratorParams, Task, register
+from parallelbench.tasks.base import GeneratorParams, Task
 
 LABELS = tuple(string.ascii_uppercase) + tuple(a + b for a, b in product(string.ascii_uppercase, repeat=2))
 MAX_N = len(LABELS) - 1  # one label stays free for the replacement item
@@ -107,6 +107,4 @@ def synthetic_task(
     return dataclasses.replace(task, max_new_tokens=max(DEFAULT_MAX_NEW_TOKENS, 4 * n_max + 8))
 
 
-for _infill in (False, True):
-    for _op in OPS:
-        register(_make(_op, infill=_infill))
+TASKS = tuple(_make(op, infill=infill) for infill in (False, True) for op in OPS)  # registered by `tasks/builtin.py`

@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any, Callable
 
 from parallelbench.tasks._common import DEFAULT_SEED, load_json, load_jsonl, sample_rng, zero_shot
-from parallelbench.tasks.base import GeneratorParams, Sample, Task, register
+from parallelbench.tasks.base import GeneratorParams, Sample, Task
 
 SUMMARY_PROMPT = "Summarize the following conversation. Only output the final result.\n\n{text}\n\nSummary:"
 PARAPHRASE_PROMPT = "Paraphrase the following sentence. Only output the final result.\n\nSentence: {text}\n\nParaphrase:"
@@ -123,21 +123,23 @@ def _text_task(task_id: str, template: str, scorer: str, generate, description: 
     )
 
 
-def _register_all() -> None:
-    register(_text_task("text_writing/summarization", SUMMARY_PROMPT, "summarization", _generate_summary,
-                        "Summarize a short dialogue; grammar and ROUGE-L.", in_paper=True))
-    register(_text_task("text_writing/paraphrasing", PARAPHRASE_PROMPT, "paraphrase", _generate_paraphrase,
-                        "Paraphrase a sentence; grammar, BERTScore and 1 - BLEU.", in_paper=True))
+def _all_tasks() -> tuple[Task, ...]:
+    out = []
+    out.append(_text_task("text_writing/summarization", SUMMARY_PROMPT, "summarization", _generate_summary,
+                          "Summarize a short dialogue; grammar and ROUGE-L.", in_paper=True))
+    out.append(_text_task("text_writing/paraphrasing", PARAPHRASE_PROMPT, "paraphrase", _generate_paraphrase,
+                          "Paraphrase a sentence; grammar, BERTScore and 1 - BLEU.", in_paper=True))
     for level in LEVELS:
         gen = partial(_generate_w2s, level=level)
-        register(_text_task(f"text_writing/w2s_{level}", W2S_PROMPT, "w2s", gen,
-                            f"Words-to-sentence ({level}, {PAPER_WORDS} words); inclusion x grammar x sentence.",
-                            n=PAPER_WORDS, in_paper=True, extra={"level": level}))
+        out.append(_text_task(f"text_writing/w2s_{level}", W2S_PROMPT, "w2s", gen,
+                              f"Words-to-sentence ({level}, {PAPER_WORDS} words); inclusion x grammar x sentence.",
+                              n=PAPER_WORDS, in_paper=True, extra={"level": level}))
         for k in range(1, MAX_WORDS + 1):
             # The paper's longer-output study pairs 7 words with a 256-token budget.
-            register(_text_task(f"text_writing/w2s_{level}_n{k}", W2S_PROMPT_ONE if k == 1 else W2S_PROMPT,
-                                "w2s", gen, f"Words-to-sentence ({level}, {k} word{'s' if k > 1 else ''}).",
-                                n=k, max_new_tokens=256 if k == MAX_WORDS else 64, extra={"level": level}))
+            out.append(_text_task(f"text_writing/w2s_{level}_n{k}", W2S_PROMPT_ONE if k == 1 else W2S_PROMPT,
+                                  "w2s", gen, f"Words-to-sentence ({level}, {k} word{'s' if k > 1 else ''}).",
+                                  n=k, max_new_tokens=256 if k == MAX_WORDS else 64, extra={"level": level}))
+    return tuple(out)
 
 
-_register_all()
+TASKS = _all_tasks()  # registered by `tasks/builtin.py`

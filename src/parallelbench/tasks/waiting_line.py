@@ -14,7 +14,7 @@ from typing import Sequence
 from parallelbench.tasks._answers import valid_answers_from_data
 from parallelbench.tasks._common import DEFAULT_SEED, StableRng, load_json
 from parallelbench.tasks._listops import SCORER_OF, generate_list_samples
-from parallelbench.tasks.base import GeneratorParams, Task, register
+from parallelbench.tasks.base import GeneratorParams, Task
 
 _HEAD = "You are managing a waiting line at a customer service desk.\n"
 
@@ -91,11 +91,12 @@ def _describe(op: str, lo: int, hi: int) -> str:
     return f"Waiting Line {op.replace('_', ' ')} on {size} names; one-shot; 0-based positions."
 
 
-def _register_all() -> None:
+def _all_tasks() -> tuple[Task, ...]:
+    out = []
     for prefix, lo, hi, per_length, max_tokens, in_paper in SETTINGS:
         num = per_length * (hi - lo + 1)
         for op in OPS:
-            register(
+            out.append(
                 Task(
                     id=f"{prefix}/{op}",
                     category="waiting_line",
@@ -110,6 +111,7 @@ def _register_all() -> None:
                     in_paper=in_paper,
                 )
             )
+    return tuple(out)
 
 
-_register_all()
+TASKS = _all_tasks()  # registered by `tasks/builtin.py`

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-FAMILIES = ("llada", "dream", "diffusion_gemma", "causal")
+FAMILIES = ("llada", "dream", "diffusion_gemma", "masked_lm", "causal")
 REMOTE_CODE_FAMILIES = ("llada", "dream")  # adapters over a checkpoint's own modeling code
-FAMILY_NAMES = {"llada": "LLaDA", "dream": "Dream / DiffuCoder", "diffusion_gemma": "DiffusionGemma", "causal": "causal LM"}
+FAMILY_NAMES = {"llada": "LLaDA", "dream": "Dream / DiffuCoder", "diffusion_gemma": "DiffusionGemma",
+                "masked_lm": "masked LM (BERT-style)", "causal": "causal LM"}
 
 _BY_MODEL_TYPE = {"diffusion_gemma": "diffusion_gemma"}
 _BY_NAME_PART = (("diffusiongemma", "diffusion_gemma"),)  # a transformers class: no remote code involved
@@ -44,7 +45,7 @@ def remote_code_allowed(config: dict[str, Any], requested: bool | None) -> bool:
 
 
 def detect_family(config: dict[str, Any]) -> str | None:
-    """'llada', 'dream', 'diffusion_gemma', 'causal', or None when nothing matches."""
+    """'llada', 'dream', 'diffusion_gemma', 'masked_lm', 'causal', or None when nothing matches."""
     native = native_family(config)
     if native is not None:
         return native
@@ -57,6 +58,8 @@ def detect_family(config: dict[str, Any]) -> str | None:
         for part, family in _BY_NAME_PART:
             if part in low:
                 return family
+    if any(a.endswith("ForMaskedLM") for a in names):  # transformers' own class (BERT, RoBERTa, ModernBERT ...)
+        return "masked_lm"
     if any(a.endswith("ForCausalLM") for a in names) or _is_known_causal(model_type):
         return "causal"
     return None

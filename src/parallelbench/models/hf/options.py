@@ -23,7 +23,7 @@ class HFOptions:
     batch_size: int = 8  # samples per forward batch
     trust_remote_code: bool | None = None  # run the checkpoint's own code: only if true and no native family
     force: bool = False  # run a large model on CPU anyway
-    family: str | None = None  # override detection: llada, dream, diffusion_gemma, causal
+    family: str | None = None  # override detection: llada, dream, diffusion_gemma, masked_lm, causal
     revision: str | None = None  # hub revision
     self_conditioning: bool = True  # DiffusionGemma: feed the previous step's logits back
     max_cpu_params: float = 3e9  # above this many parameters a CPU load needs device=cpu or force=true

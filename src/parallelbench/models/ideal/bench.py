@@ -50,6 +50,13 @@ def no_answer_set_reason(sample: "Sample") -> str:
             f"{where} is a chain-of-thought task: any reasoning may precede its answer, so its outputs have no "
             "finite set and the ideal model cannot decode it; run the direct task instead"
         )
+    from parallelbench.tasks import task_source
+
+    if task_source(sample.task) is not None:  # a task of your own: it lists its answers or it cannot run here
+        return (
+            f"{where} has no finite set of valid answers: give the task valid_answers (a function "
+            "sample -> list of answer texts) to run it under the ideal model"
+        )
     return (
         f"{where} has no finite set of valid answers; the ideal model covers Waiting Line, "
         "Puzzles and synthetic list tasks, not Text Writing"
@@ -91,10 +98,29 @@ class IdealBenchModel:
 
     def supports(self, sample: "Sample") -> bool:
         """Whether this sample's answers can be listed, so a runner can skip a task up front."""
+        return self.unsupported_reason(sample) is None
+
+    def unsupported_reason(self, sample: "Sample") -> str | None:
+        """Why this sample cannot be decoded here (one line), or None when it can.
+
+        Built-in answer sets are counted from the sample's data without listing them; a task
+        of your own (`--tasks module:NAME`) lists its answers with its `valid_answers`."""
+        from parallelbench.tasks import TaskSourceError, task_source, valid_answers
         from parallelbench.tasks._answers import ENUMERATION_LIMIT, count_valid_answers
 
+        if task_source(sample.task) is not None:
+            try:
+                answers = valid_answers(sample)
+            except TaskSourceError as exc:
+                return str(exc)
+            if answers and len(answers) <= ENUMERATION_LIMIT:
+                return None
+            if answers:
+                return (f"task {sample.task!r} (sample {sample.id}) has {len(answers):,} valid answers, more than "
+                        f"the ideal model lists ({ENUMERATION_LIMIT:,})")
+            return no_answer_set_reason(sample)
         count = count_valid_answers(sample)
-        return count is not None and 0 < count <= ENUMERATION_LIMIT
+        return None if count is not None and 0 < count <= ENUMERATION_LIMIT else no_answer_set_reason(sample)
 
     def generate(
         self,
