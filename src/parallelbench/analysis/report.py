@@ -27,6 +27,7 @@ from parallelbench.analysis.uncertainty import precision_line
 # The report's headline columns PB90..PB60: tokens per step sustained at >= 90/80/70/60 % accuracy.
 REPORT_THRESHOLDS = (90.0, 80.0, 70.0, 60.0)
 from parallelbench.analysis.oracle import oracle_points
+from parallelbench.analysis.order_metrics import LEGEND, ORDER_COLUMNS, SHORT_NAMES, order_summary
 from parallelbench.analysis import plots
 from parallelbench.analysis.taskmap import DEFINITION, task_map
 from parallelbench.display import display_name
@@ -154,6 +155,28 @@ def _aup_section(boards: list) -> str:
                 f'<thead><tr><th class="name">task</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
                 f'<p class="legend">{legend}</p>'
             )
+    return "".join(parts)
+
+
+def _order_section(summary: pd.DataFrame) -> str:
+    """Decoding-order metrics per strategy config (`order_metrics.order_summary`), one table per model."""
+    intro = f'<p class="help">{html.escape(LEGEND)}. Higher is more left-to-right.</p>'
+    if summary.empty:
+        return intro + _missing("Needs results with a stored decoding order (any parallelbench run).")
+    shown = [(c, h) for c, h in zip(ORDER_COLUMNS, SHORT_NAMES) if summary[c].notna().any()]
+    absent = [h for c, h in zip(ORDER_COLUMNS, SHORT_NAMES) if not summary[c].notna().any()]
+    parts = [intro]
+    for model, rows in summary.groupby("model", sort=True):
+        body = "".join(
+            f'<tr><td class="name">{_shown(r["config"])}</td><td>{int(r["n"])}</td>'
+            + "".join(_fmt(r[c], 2) for c, _ in shown) + "</tr>"
+            for _, r in rows.sort_values(["strategy", "config"], key=lambda v: v.map(str)).iterrows())
+        head = "".join(f"<th>{html.escape(h)}</th>" for _, h in shown)
+        parts.append(f"<h3>{_shown(model)}</h3><table class=\"order\"><thead><tr><th class=\"name\">strategy config</th>"
+                     f"<th>samples</th>{head}</tr></thead><tbody>{body}</tbody></table>")
+    if absent:
+        parts.append(f'<p class="help">Not shown: {html.escape(", ".join(absent))}: these rows lack the stored columns '
+                     "and their stored order stops at the first stop token, so the pad positions those need are missing.</p>")
     return "".join(parts)
 
 
@@ -422,6 +445,10 @@ def build_report(
     if len(aups):
         aups.to_csv(out_dir / "aup.csv", index=False)
         written.append(out_dir / "aup.csv")
+    order = order_summary(frame)
+    if len(order):
+        order.to_csv(out_dir / "order.csv", index=False)
+        written.append(out_dir / "order.csv")
     cot = cot_comparison(frame)  # only runs of `<task>-cot` tasks add this section
     if len(cot):
         cot.to_csv(out_dir / "cot.csv", index=False)
@@ -446,6 +473,7 @@ def build_report(
         ("tradeoff", "Speed-quality trade-off", _tradeoff_section(averaged, oracle_avg, x_scale)),
         ("per-task", "Per-task curves", _tasks_section(per_task, x_scale)),
         ("task-map", "Task map", _taskmap_section(tmap)),
+        ("decoding-order", "Decoding order", _order_section(order)),
         ("failures", "Failure browser", _failures_section(frame)),
         ("files", "Figures and data files", _files_section(written, out_dir)),
     ]
