@@ -169,3 +169,25 @@ def test_place_labels_on_a_single_spot():
     boxes = label_boxes(points, offsets, texts)
     assert all(b.inside(area) for b in boxes)
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_static_figures_label_every_adaptive_point_with_its_parameter(frame, tmp_path):
+    import matplotlib.pyplot as plt
+
+    per_task, averaged = curves(frame)
+    _, oracle = oracle_points(frame)
+    model = averaged["model"].iloc[0]
+    fig = figures.tradeoff_figure(averaged, oracle, model)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    thresholds = ["0.5", "0.6", "0.7", "0.8", "0.9", "1.0"]
+    assert sorted(t for t in texts if t in thresholds) == thresholds  # one label per threshold point
+    assert not any(t.startswith("k=") or t in {"1", "2", "4", "8"} for t in texts)  # top-k points: x is k
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "confidence-threshold (points: threshold)" in legend
+    paths = figures.save(fig, tmp_path, "tradeoff")
+    svg = paths[1].read_text(encoding="utf-8")
+    assert all(f">{t}<" in svg for t in thresholds)  # the SVG keeps the labels as text
+    panels = figures.task_panels_figure(per_task, model)
+    for ax in panels.axes[: per_task["task"].nunique()]:
+        assert sorted(t.get_text() for t in ax.texts if t.get_text() in thresholds) == thresholds
+    plt.close(panels)

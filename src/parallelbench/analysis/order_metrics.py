@@ -150,7 +150,7 @@ def order_metrics(frame: pd.DataFrame) -> pd.DataFrame:
             values[:, j] = pd.to_numeric(frame[column], errors="coerce").to_numpy(float)
     computable = [ORDER_COLUMNS.index(c) for c in ("dec_order_kendall_ignore_pad", "dec_order_spearman_ignore_pad",
                                                     "ar_local", "ar_global")]
-    missing = np.isnan(values[:, computable]).all(axis=1)
+    missing = np.isnan(values[:, computable]).any(axis=1)
     if "order" in frame and missing.any():
         cache: dict[str, list[float]] = {}
         orders = frame["order"].tolist()
