@@ -8,12 +8,13 @@ tokens_per_step = max_tokens / nfe per sample, the per-sample value its lm-eval 
 reports) and compares its numbers per strategy and pooled over strategies with ours. It also
 prints the `site` rule beside them, where the two rules differ.
 
-    PB_AUTHORS_REPO=/path/to/ParallelBench-rewrite python benchmarks/compare_pb_rules.py [--db results.db]
+    PB_AUTHORS_REPO=/path/to/ParallelBench-rewrite python benchmarks/compare_pb_rules.py [--db results.db] [--quick]
 
 PB_AUTHORS_REPO must hold `parallelbench/analysis/pb_score.py` and
 `parallelbench/models/unmasking_registry.py` (and what they import). Grids: the synthetic
 frame at seeds 0-4 (16 samples per task, top-k k = 1..8 and thresholds 0.5..1.0), a
 hand-made grid where a later setting recovers above the threshold, and `--db` if given.
+Without PB_AUTHORS_REPO it exits with status 77 and one line saying so.
 Semi-AR rows are left out: `pb analyze` assumes block_length = max_tokens and would pool
 them with the any-order rows of the same k. Exit status 1 on any difference above 1e-9.
 """
@@ -155,15 +156,18 @@ def recovery_grid() -> pd.DataFrame:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", type=Path, help="also compare on this results database")
+    parser.add_argument("--quick", action="store_true", help="one small synthetic grid and the hand-made one (smoke test)")
     args = parser.parse_args()
     repo = os.environ.get("PB_AUTHORS_REPO")
     if not repo or not (Path(repo) / "parallelbench" / "analysis" / "pb_score.py").is_file():
-        print("set PB_AUTHORS_REPO to a checkout of the authors' rewrite (parallelbench/analysis/pb_score.py inside)")
-        return 2
+        print("needs PB_AUTHORS_REPO: a checkout of the authors' rewrite of ParallelBench "
+              "(github.com/furiosa-ai/ParallelBench, parallelbench/analysis/pb_score.py inside)")
+        return 77
     compute_pb_scores = load_authors(Path(repo))
     worst = 0.0
-    for seed in range(5):
-        worst = max(worst, compare(f"synthetic frame, seed {seed}", synthetic_frame(seed=seed, samples=16), compute_pb_scores))
+    for seed in range(1 if args.quick else 5):
+        samples = 2 if args.quick else 16
+        worst = max(worst, compare(f"synthetic frame, seed {seed}", synthetic_frame(seed=seed, samples=samples), compute_pb_scores))
     worst = max(worst, compare("hand-made recovery grid", recovery_grid(), compute_pb_scores))
     if args.db:
         from parallelbench.analysis.report import load_frame

@@ -88,3 +88,16 @@ def test_results_order_and_the_report_show_them(tmp_path):
     page = build_report(synthetic_frame(samples=3), tmp_path / "out", static_figures=False).read_text(encoding="utf-8")
     assert 'id="decoding-order"' in page and "AR global" in page
     assert set(pd.read_csv(tmp_path / "out" / "order.csv").columns) >= set(ORDER_COLUMNS)
+
+
+def test_batched_frame_metrics_equal_the_per_sample_definition():
+    from parallelbench.analysis.order_metrics import sample_metrics
+
+    rng = np.random.default_rng(1)
+    orders = [list(map(int, rng.integers(-1, rng.integers(1, 9), size=n))) for n in rng.integers(0, 30, size=200)]
+    frame = pd.DataFrame([result_row(order=json.dumps(o)) for o in orders])
+    metrics = order_metrics(frame)
+    for i, order in enumerate(orders):
+        expected = pd.Series(sample_metrics(order))
+        got = metrics.iloc[i][expected.index]
+        assert np.allclose(got.to_numpy(float), expected.to_numpy(float), equal_nan=True, atol=1e-12), order

@@ -242,8 +242,9 @@ COINCIDENT_PT = 3.0
 
 
 def _display_points(fig, ax, x, y) -> tuple[list[tuple[float, float]], Box]:
-    """Data coordinates -> (points with y growing downwards, the axes' box), as labels.py works."""
-    fig.canvas.draw()
+    """Data coordinates -> (points with y growing downwards, the axes' box), as labels.py works.
+    Needs the final layout (after `tight_layout`); no full draw is made (a draw per panel is slow)."""
+    ax.get_xlim(), ax.get_ylim()  # settle lazy autoscaling before reading the transform
     scale = 72.0 / fig.dpi  # pixels -> points
     bbox = ax.get_window_extent()
     height = fig.bbox.height
@@ -276,6 +277,7 @@ def label_taskmap(fig, ax, tasks, x, y) -> list:
     """Annotate the task map: one label per spot (tasks on one spot share it, their names
     joined over a few lines), on a leader line, overlapping no other label and staying in the axes."""
     x, y = np.asarray(x, float), np.asarray(y, float)
+    fig.canvas.draw()  # the colour bar and legend settle the axes box
     pts, _ = _display_points(fig, ax, x, y)
     groups = coincident_groups(pts, COINCIDENT_PT)
     names = [display_name(t, 30) for t in tasks]

@@ -141,6 +141,47 @@ def _parsed(value) -> list[int]:
     return parsed if isinstance(parsed, list) else []
 
 
+def _batch_correlations(steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`order_correlations` for every row of a [R, L] array at once (L >= 2)."""
+    x = np.sort(steps, axis=1)
+    n = steps.shape[1]
+    dx = np.sign(x[:, :, None] - x[:, None, :])
+    dy = np.sign(steps[:, :, None] - steps[:, None, :])
+    pairs = n * (n - 1) / 2.0
+    ties_x = (np.count_nonzero(dx == 0, axis=(1, 2)) - n) / 2.0
+    ties_y = (np.count_nonzero(dy == 0, axis=(1, 2)) - n) / 2.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kendall = (dx * dy).sum(axis=(1, 2)) / 2.0 / np.sqrt((pairs - ties_x) * (pairs - ties_y))
+        # average ranks: 1 + (values below) + (ties, self excluded) / 2
+        rx = 1.0 + (dx > 0).sum(axis=2) + ((dx == 0).sum(axis=2) - 1) / 2.0
+        ry = 1.0 + (dy > 0).sum(axis=2) + ((dy == 0).sum(axis=2) - 1) / 2.0
+        rx -= rx.mean(axis=1, keepdims=True)
+        ry -= ry.mean(axis=1, keepdims=True)
+        spearman = (rx * ry).sum(axis=1) / np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
+    kendall[~np.isfinite(kendall)] = np.nan
+    spearman[~np.isfinite(spearman)] = np.nan
+    return kendall, spearman
+
+
+def _computed(orders: list) -> np.ndarray:
+    """[rows, 6] metrics computed from stored `order` values, rows of one length in batches."""
+    parsed = [_parsed(v) for v in orders]
+    out = np.full((len(parsed), len(ORDER_COLUMNS)), np.nan)
+    by_length: dict[int, list[int]] = {}
+    for i, steps in enumerate(parsed):
+        by_length.setdefault(len(steps), []).append(i)
+        out[i, 4], out[i, 5] = ar_ness(steps)
+    for length, rows in by_length.items():
+        if length < 2:
+            continue
+        chunk = max(1, 4_000_000 // (length * length))
+        for start in range(0, len(rows), chunk):
+            part = rows[start : start + chunk]
+            kendall, spearman = _batch_correlations(np.asarray([parsed[i] for i in part], dtype=float))
+            out[part, 2], out[part, 3] = kendall, spearman
+    return out
+
+
 def order_metrics(frame: pd.DataFrame) -> pd.DataFrame:
     """The six `ORDER_COLUMNS` for every row of `frame` (same index): stored values where the
     frame has them, else computed from the `order` column."""
@@ -150,18 +191,12 @@ def order_metrics(frame: pd.DataFrame) -> pd.DataFrame:
             values[:, j] = pd.to_numeric(frame[column], errors="coerce").to_numpy(float)
     computable = [ORDER_COLUMNS.index(c) for c in ("dec_order_kendall_ignore_pad", "dec_order_spearman_ignore_pad",
                                                     "ar_local", "ar_global")]
-    missing = np.isnan(values[:, computable]).any(axis=1)
-    if "order" in frame and missing.any():
-        cache: dict[str, list[float]] = {}
+    missing = np.flatnonzero(np.isnan(values[:, computable]).any(axis=1))
+    if "order" in frame and len(missing):
         orders = frame["order"].tolist()
-        for i in np.flatnonzero(missing):
-            value = orders[i]
-            key = value if isinstance(value, str) else json.dumps(value)
-            if key not in cache:
-                metrics = sample_metrics(_parsed(value))
-                cache[key] = [metrics[c] for c in ORDER_COLUMNS]
-            row = values[i]
-            row[np.isnan(row)] = np.asarray(cache[key])[np.isnan(row)]  # keep any stored value
+        computed = _computed([orders[i] for i in missing])
+        held = values[missing]
+        values[missing] = np.where(np.isnan(held), computed, held)  # keep any stored value
     return pd.DataFrame(values, index=frame.index, columns=list(ORDER_COLUMNS))
 
 
