@@ -94,7 +94,8 @@ def test_batched_frame_metrics_equal_the_per_sample_definition():
     from parallelbench.analysis.order_metrics import sample_metrics
 
     rng = np.random.default_rng(1)
-    orders = [list(map(int, rng.integers(-1, rng.integers(1, 9), size=n))) for n in rng.integers(0, 30, size=200)]
+    orders = [list(map(int, rng.integers(low, rng.integers(1, 9), size=n)))
+              for low in (-1, 0) for n in rng.integers(0, 30, size=200)]  # with and without pre-filled positions
     frame = pd.DataFrame([result_row(order=json.dumps(o)) for o in orders])
     metrics = order_metrics(frame)
     for i, order in enumerate(orders):

@@ -163,21 +163,52 @@ def _batch_correlations(steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return kendall, spearman
 
 
+def _batch_ar_ness(steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`ar_ness` for every row of a [R, L] array of steps >= 0 (no pre-filled positions)."""
+    length = steps.shape[1]
+    positions = np.argsort(steps * length + np.arange(length), axis=1)  # commits in order, a step left to right
+    first = positions[:, :1] == positions.min(axis=1, keepdims=True)
+    local = (first.sum(axis=1) + (positions[:, 1:] == positions[:, :-1] + 1).sum(axis=1)) / length
+    # the leftmost masked position when commit t happens is the smallest position committed at t or later
+    leftmost = np.minimum.accumulate(positions[:, ::-1], axis=1)[:, ::-1]
+    return local, (positions == leftmost).sum(axis=1) / length
+
+
+def _parsed_all(orders: list) -> list[list[int]]:
+    """Every stored `order` value as a list; one JSON parse for the lot when they are all text."""
+    if orders and all(isinstance(v, str) and v.startswith("[") for v in orders):
+        try:
+            parsed = json.loads("[" + ",".join(orders) + "]")
+            if len(parsed) == len(orders):
+                return parsed
+        except ValueError:
+            pass
+    return [_parsed(v) for v in orders]
+
+
 def _computed(orders: list) -> np.ndarray:
     """[rows, 6] metrics computed from stored `order` values, rows of one length in batches."""
-    parsed = [_parsed(v) for v in orders]
+    parsed = _parsed_all(orders)
     out = np.full((len(parsed), len(ORDER_COLUMNS)), np.nan)
     by_length: dict[int, list[int]] = {}
     for i, steps in enumerate(parsed):
         by_length.setdefault(len(steps), []).append(i)
-        out[i, 4], out[i, 5] = ar_ness(steps)
     for length, rows in by_length.items():
+        if length == 0:
+            continue
+        block = np.asarray([parsed[i] for i in rows], dtype=float)
+        plain = (block >= 0).all(axis=1)
+        if plain.any():
+            local, global_ = _batch_ar_ness(block[plain].astype(np.int64))
+            out[np.asarray(rows)[plain], 4], out[np.asarray(rows)[plain], 5] = local, global_
+        for i in np.asarray(rows)[~plain]:  # pre-filled positions: one by one
+            out[i, 4], out[i, 5] = ar_ness(parsed[i])
         if length < 2:
             continue
         chunk = max(1, 4_000_000 // (length * length))
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
-            kendall, spearman = _batch_correlations(np.asarray([parsed[i] for i in part], dtype=float))
+            kendall, spearman = _batch_correlations(block[start : start + chunk])
             out[part, 2], out[part, 3] = kendall, spearman
     return out
 
