@@ -114,6 +114,7 @@ def test_leaderboard_cli_both_rules(recovery_db):
     best = json.loads(runner.invoke(app, ["leaderboard", "--db", str(recovery_db), "--json", "--pb-rule", "max"]).output)
     assert site["confidence-threshold"]["60"] == pytest.approx(3.25)
     assert best["confidence-threshold"] == {"90": None, "80": 2.0, "70": 2.0, "60": 8.0}
+    assert best["all strategies (pooled)"] == best["confidence-threshold"] and "all strategies (pooled)" not in site
     shown = runner.invoke(app, ["leaderboard", "--db", str(recovery_db), "--pb-rule", "max"], env={"COLUMNS": "100"})
     assert shown.exit_code == 0, shown.output
     assert "PB rule: max rule" in shown.output and "pb analyze" in shown.output

@@ -62,7 +62,7 @@ def leaderboard(
     tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help=FILTER_HELP["tasks"]),
     strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help=FILTER_HELP["strategy"]),
     pb_rule: str = typer.Option("site", "--pb-rule", help=FILTER_HELP["pb_rule"]),
-    as_json: bool = typer.Option(False, "--json", help="Print {strategy: {threshold: tokens per step}} as JSON (null: no setting qualifies under --pb-rule max)."),
+    as_json: bool = typer.Option(False, "--json", help="Print {strategy: {threshold: tokens per step}} as JSON (--pb-rule max: null where no setting qualifies, plus the pooled 'all strategies (pooled)' entry)."),
 ) -> None:
     """Rank strategies by the most tokens per step they sustain above each accuracy threshold, with AUP beside it.
 
@@ -92,6 +92,8 @@ def leaderboard(
         merged = {}
         for board in boards:
             merged.update(table_json(board.table, levels))
+            if board.pooled is not None and len(board.pooled):  # max rule: pb analyze's pooled number too
+                merged.update(table_json(board.pooled, levels))
         typer.echo(json.dumps(merged, indent=2))
         return
     if not boards or all(b.table.empty for b in boards):
