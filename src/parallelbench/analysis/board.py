@@ -50,11 +50,12 @@ def rule_line(rule: str) -> str:
 
 
 def build_board(frame: pd.DataFrame, thresholds: Sequence[float], rule: str = "site", *, intervals: bool = True,
-                aup_intervals: bool = True, note: str | None = None) -> Board:
-    """The board of one comparable group (`frame` already restricted to what its entries share)."""
+                aup_intervals: bool = True, note: str | None = None, points=None) -> Board:
+    """The board of one comparable group (`frame` already restricted to what its entries share);
+    `points`: `curves.curves(frame)` when the caller has it already."""
     check_rule(rule)
     names = [threshold_name(t) for t in thresholds]
-    per_task, averaged = curves(frame)
+    per_task, averaged = points if points is not None else curves(frame)
     aups = aup_by_task(per_task)
     if rule == "max":
         table = max_rule_table(frame, thresholds)
@@ -73,8 +74,11 @@ def build_board(frame: pd.DataFrame, thresholds: Sequence[float], rule: str = "s
 
 
 def build_boards(frame: pd.DataFrame, thresholds: Sequence[float], rule: str = "site", *, intervals: bool = True,
-                 aup_intervals: bool = True) -> list[Board]:
-    """One board per comparable group of entries (`common_set.comparable_groups`)."""
+                 aup_intervals: bool = True, points=None) -> list[Board]:
+    """One board per comparable group of entries (`common_set.comparable_groups`); `points`:
+    `curves.curves(frame)` if already computed (used when the whole frame is one group)."""
     check_rule(rule)
-    return [build_board(group.frame, thresholds, rule, intervals=intervals, aup_intervals=aup_intervals, note=group.note)
-            for group in comparable_groups(frame)]
+    groups = comparable_groups(frame)
+    return [build_board(group.frame, thresholds, rule, intervals=intervals, aup_intervals=aup_intervals, note=group.note,
+                        points=points if group.note is None and len(groups) == 1 else None)
+            for group in groups]

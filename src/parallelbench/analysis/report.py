@@ -435,7 +435,7 @@ def build_report(
     tmap = task_map(frame)
     written = figures.write_figures(out_dir / "figures", per_task, averaged, oracle_avg, tmap, x_scale) if static_figures else []
     written += export_curves(averaged, per_task, out_dir)
-    boards = build_boards(frame, thresholds, pb_rule) if len(frame) else []
+    boards = build_boards(frame, thresholds, pb_rule, points=(per_task, averaged)) if len(frame) else []
     leaderboard_html = _leaderboard_section(boards, thresholds)
     board_csv = leaderboard_csv(boards)
     if len(board_csv):
