@@ -20,7 +20,9 @@ def main() -> None:
     if args.quick:
         args.samples = 2
 
+    from parallelbench.analysis.board import build_boards
     from parallelbench.analysis.curves import curves
+    from parallelbench.analysis.order_metrics import order_summary
     from parallelbench.analysis.failures import find_failures
     from parallelbench.analysis.leaderboard import curves_from_points, rank
     from parallelbench.analysis.oracle import oracle_points
@@ -33,6 +35,9 @@ def main() -> None:
     steps = {
         "curves": lambda: curves(frame),
         "leaderboard": lambda: rank(curves_from_points(curves(frame)[1])),
+        "leaderboard boards, site": lambda: build_boards(frame, (90, 80, 70, 60), "site"),
+        "leaderboard boards, max": lambda: build_boards(frame, (90, 80, 70, 60), "max"),
+        "decoding order": lambda: order_summary(frame),
         "oracle": lambda: oracle_points(frame),
         "task map": lambda: task_map(frame),
         "failures": lambda: find_failures(frame),

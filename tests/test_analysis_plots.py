@@ -106,7 +106,7 @@ def _annotation_boxes(fig):
         px = area.x0 + (note["x"] - x0) / (x1 - x0) * (area.x1 - area.x0)
         py = area.y0 + (y1 - note["y"]) / (y1 - y0) * (area.y1 - area.y0)
         assert note["showarrow"] and note["axref"] == "pixel"  # a leader line to the point
-        boxes.append(box_at(px + note["ax"], py + note["ay"], text_size(note["text"], note["font"]["size"])))
+        boxes.append(box_at(px + note["ax"], py + note["ay"], text_size(note["text"].replace("<br>", "\n"), note["font"]["size"])))
         markers.append(Box(px - 6, py - 6, px + 6, py + 6))
     return boxes, markers, area
 
@@ -116,7 +116,13 @@ def test_taskmap_labels_never_overlap_and_stay_inside(frame):
     spec = json.loads(fig.to_json())
     assert spec["layout"]["xaxis"]["range"][0] > spec["layout"]["xaxis"]["range"][1]  # reversed: harder on the right
     boxes, markers, area = _annotation_boxes(fig)
-    assert len(boxes) == len(CROWDED)
+    # the six tasks on one spot share one label; every task is named in exactly one label
+    labels = [note["text"].replace("<br>", " ") for note in spec["layout"]["annotations"]]
+    assert len(boxes) == len(CROWDED) - 5
+    for task in CROWDED["task"]:
+        assert sum(task in label.replace(",", " ").split() for label in labels) == 1, task
+    shared = [label for label in labels if "waiting_line/copy" in label][0]
+    assert all(t in shared for t in CROWDED["task"][:6]) and "waiting_line/sort" not in shared
     for i, a in enumerate(boxes):
         assert a.inside(area), f"label {i} clipped"
         for b in boxes[i + 1:]:
@@ -136,8 +142,11 @@ def test_static_taskmap_labels_never_overlap_measured_by_matplotlib():
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     ax = fig.axes[0]
-    texts = [a for a in ax.texts if a.get_text() in set(CROWDED["task"])]
-    assert len(texts) == len(CROWDED)
+    names = set(CROWDED["task"])
+    texts = [a for a in ax.texts if any(n in a.get_text() for n in names)]
+    assert len(texts) == len(CROWDED) - 5  # six tasks on one spot, one label
+    for task in names:
+        assert sum(task in t.get_text().replace(",", " ").split() for t in texts) == 1, task
     from matplotlib.text import Text
 
     extents = [Text.get_window_extent(t, renderer) for t in texts]  # the text alone, not its leader line
@@ -160,3 +169,25 @@ def test_place_labels_on_a_single_spot():
     boxes = label_boxes(points, offsets, texts)
     assert all(b.inside(area) for b in boxes)
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_static_figures_label_every_adaptive_point_with_its_parameter(frame, tmp_path):
+    import matplotlib.pyplot as plt
+
+    per_task, averaged = curves(frame)
+    _, oracle = oracle_points(frame)
+    model = averaged["model"].iloc[0]
+    fig = figures.tradeoff_figure(averaged, oracle, model)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    thresholds = ["0.5", "0.6", "0.7", "0.8", "0.9", "1.0"]
+    assert sorted(t for t in texts if t in thresholds) == thresholds  # one label per threshold point
+    assert not any(t.startswith("k=") or t in {"1", "2", "4", "8"} for t in texts)  # top-k points: x is k
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "confidence-threshold (points: threshold)" in legend
+    paths = figures.save(fig, tmp_path, "tradeoff")
+    svg = paths[1].read_text(encoding="utf-8")
+    assert all(f">{t}<" in svg for t in thresholds)  # the SVG keeps the labels as text
+    panels = figures.task_panels_figure(per_task, model)
+    for ax in panels.axes[: per_task["task"].nunique()]:
+        assert sorted(t.get_text() for t in ax.texts if t.get_text() in thresholds) == thresholds
+    plt.close(panels)

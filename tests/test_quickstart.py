@@ -44,3 +44,15 @@ def test_setup_runs_on_a_fresh_venv_and_is_skipped_once_done(tmp_path: Path) -> 
     again = _dry("test", venv)
     assert "pip install" not in again and "pytest" in again  # second call: straight to the tests
     assert "parallelbench run" in _dry("run", venv) and "pip install" not in _dry("run", venv)
+
+
+def test_tour_keeps_its_results_apart_from_the_main_job() -> None:
+    """Every tour command that reads or writes results names the tour's own --db (issue 25 item 4)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(.*?)```", text.split("## A five-minute tour", 1)[1], re.S).group(1)
+    commands = re.sub(r"\\\n\s*", " ", block).splitlines()
+    uses_results = [c.split("#")[0] for c in commands
+                    if re.match(r"parallelbench (run|results|report|leaderboard)\b", c.strip())]
+    assert len(uses_results) >= 5
+    dbs = {re.search(r"--db (\S+)", c).group(1) if "--db" in c else None for c in uses_results}
+    assert len(dbs) == 1 and None not in dbs and "parallelbench.db" not in dbs, uses_results

@@ -65,3 +65,37 @@ def test_screenshot_is_kept(report, tmp_path):
     pixels = imread(shot)
     assert pixels.shape[:2] == (3000, 1400)
     assert pixels.std() > 0.05  # not a blank page
+
+
+MEASURE = """<script>window.addEventListener('load', function () {
+  var out = [];
+  document.querySelectorAll('table.aup, table.leaderboard').forEach(function (t) {
+    var r = t.getBoundingClientRect();
+    out.push([t.className, t.scrollWidth, t.clientWidth, Math.round(r.right)].join(':'));
+  });
+  var pre = document.createElement('pre'); pre.id = 'measured'; pre.textContent = out.join(' ');
+  document.body.appendChild(pre);
+});</script>"""
+
+
+def test_aup_table_fits_a_1400_px_page_with_12_tasks_and_16_strategies(tmp_path):
+    """Tasks as rows and numbered strategies as columns, with intervals: no horizontal scrolling at 1400 px."""
+    import pandas as pd
+
+    parts = []
+    for model in ("synthetic-dllm", "py:a_rather_long_module_name.factories:build_the_model"):
+        base = synthetic_frame(samples=3, model=model)
+        parts += [base.assign(task=base["task"] + f"_{i}") for i in range(3)]
+    page = build_report(pd.concat(parts, ignore_index=True), tmp_path / "out", static_figures=False)
+    html = page.read_text(encoding="utf-8")
+    assert html.count('class="lb-row"') == 16 and "PB rule: site" in html
+    measured = page.with_name("measured.html")
+    measured.write_text(html.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    result = _chromium(tmp_path / "profile", "--window-size=1400,3000", "--dump-dom", measured.as_uri())
+    found = re.search(r'<pre id="measured">([^<]*)</pre>', result.stdout)
+    assert found, result.stderr[-2000:]
+    tables = [item.split(":") for item in found.group(1).split()]
+    aup = [t for t in tables if t[0] == "aup"]
+    assert len(aup) == 2  # 16 strategies, 8 per table
+    for _, scroll, client, right in aup:
+        assert int(scroll) <= int(client) and int(right) <= 1400, tables

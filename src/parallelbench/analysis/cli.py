@@ -23,131 +23,154 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+FILTER_HELP = {
+    "model": "Only these models (comma-separated specs as run, e.g. tiny,ideal).",
+    "tasks": "Only these tasks: ids, families (waiting_line), categories or paper, comma-separated.",
+    "strategy": "Only these strategies: names (confidence-topk) or config labels as tables show them, comma-separated.",
+    "pb_rule": "PB rule: site (the public leaderboard's walk, default) or max (the authors' pb analyze: largest "
+               "tokens per step of any setting at >= x%); see docs/report.md.",
+}
+
+
+def _selected(db: Path, model: Optional[str], tasks: Optional[str], strategy: Optional[str]):
+    """The results frame of `db` narrowed by the filters; one-line errors."""
+    from parallelbench.analysis.report import ResultsDatabaseError, load_frame
+    from parallelbench.analysis.selection import SelectionError, select
+
+    try:
+        return select(load_frame(db), model, tasks, strategy)
+    except (FileNotFoundError, ResultsDatabaseError, SelectionError) as err:
+        _fail(str(err))
+
+
+def _check_rule(rule: str) -> str:
+    from parallelbench.analysis.pb_rules import PBRuleError, check_rule
+
+    try:
+        return check_rule(rule)
+    except PBRuleError as err:
+        _fail(f"--pb-rule: {err}")
+
+
 def leaderboard(
     curves: Optional[Path] = typer.Option(
         None, "--curves", help="Folder of external curves: one <strategy-id>.csv per strategy with columns task,tps,accuracy (percent); rows with task 'avg' are ranked."
     ),
     db: Path = typer.Option(DEFAULT_DB, "--db", help="Results database to rank when --curves is not given."),
     thresholds: str = typer.Option("90,80,70,60", "--thresholds", help="Comma-separated accuracy thresholds in percent."),
-    as_json: bool = typer.Option(False, "--json", help="Print {strategy: {threshold: tokens per step}} as JSON."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=FILTER_HELP["model"]),
+    tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help=FILTER_HELP["tasks"]),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help=FILTER_HELP["strategy"]),
+    pb_rule: str = typer.Option("site", "--pb-rule", help=FILTER_HELP["pb_rule"]),
+    as_json: bool = typer.Option(False, "--json", help="Print {strategy: {threshold: tokens per step}} as JSON (--pb-rule max: null where no setting qualifies, plus the pooled 'all strategies (pooled)' entry)."),
 ) -> None:
     """Rank strategies by the most tokens per step they sustain above each accuracy threshold, with AUP beside it.
+
+    Entries are ranked only on the tasks and samples they all decoded (a line says what was left out).
+
+    Example: parallelbench leaderboard --db parallelbench.db --model tiny --tasks waiting_line --pb-rule max
 
     Example: parallelbench leaderboard --curves parallelbench-out/curves/tiny --thresholds 90,80,70,60
     """
     from parallelbench.analysis.leaderboard import as_json as table_json
-    from parallelbench.analysis.leaderboard import curves_from_points, parse_thresholds, rank, read_curves_dir, threshold_name
+    from parallelbench.analysis.leaderboard import parse_thresholds
 
     try:
         levels = parse_thresholds(thresholds)
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--thresholds") from None
+    rule = _check_rule(pb_rule)
     if curves is not None:
-        if not curves.is_dir():
-            raise typer.BadParameter(f"{curves} is not a folder; pass a folder of <strategy-id>.csv files", param_hint="--curves")
-        try:
-            ranked = rank(read_curves_dir(curves), levels)
-        except ValueError as err:
-            _fail(f"{err} (in --curves {curves})")
-        from parallelbench.analysis.aup import read_task_points_dir
-
-        per_task = read_task_points_dir(curves)
-        source = str(curves)
+        boards, source = _curve_boards(curves, levels, rule, model, tasks, strategy)
     else:
-        from parallelbench.analysis.curves import curves as build_curves
-        from parallelbench.analysis.report import ResultsDatabaseError, load_frame
+        from parallelbench.analysis.board import build_boards
 
-        try:
-            frame = load_frame(db)
-        except (FileNotFoundError, ResultsDatabaseError) as err:
-            _fail(str(err))
-        per_task, averaged = build_curves(frame)
-        ranked = rank(curves_from_points(averaged), levels)
+        frame = _selected(db, model, tasks, strategy)
+        boards = build_boards(frame, levels, rule, intervals=not as_json, aup_intervals=False) if len(frame) else []
         source = str(db)
-        if not as_json and len(ranked):
-            from parallelbench.analysis.ranking import headline_intervals, with_intervals
-
-            ranked = with_intervals(ranked, headline_intervals(frame, levels, with_aup=False),
-                                    [threshold_name(t) for t in levels])
     if as_json:
-        typer.echo(json.dumps(table_json(ranked, levels), indent=2))
+        merged = {}
+        for board in boards:
+            merged.update(table_json(board.table, levels))
+            if board.pooled is not None and len(board.pooled):  # max rule: pb analyze's pooled number too
+                merged.update(table_json(board.pooled, levels))
+        typer.echo(json.dumps(merged, indent=2))
         return
-    if ranked.empty:
+    if not boards or all(b.table.empty for b in boards):
         _fail(f"no results to rank in {source}; run `parallelbench run` first")
     from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
 
-    from parallelbench.analysis.aup import aup_by_task
-    from parallelbench.display import display_name
+    from parallelbench.analysis.leaderboard_view import print_boards
 
+    print_boards(Console(), boards, source)
+
+
+def _curve_boards(curves: Path, levels, rule: str, model, tasks, strategy):
+    """Boards from a folder of curve CSVs (no samples: no intervals, no common-set check)."""
+    from parallelbench.analysis.aup import aup_by_task, read_task_points_dir
+    from parallelbench.analysis.board import Board
+    from parallelbench.analysis.leaderboard import rank, read_curves_dir
+    from parallelbench.analysis.pb_rules import max_rule_from_curves
+    from parallelbench.analysis.selection import split_list
+
+    if model or tasks:
+        _fail("--model and --tasks filter a results database (--db); curve files are already task-averaged, "
+              "pick them with --strategy")
+    if not curves.is_dir():
+        raise typer.BadParameter(f"{curves} is not a folder; pass a folder of <strategy-id>.csv files", param_hint="--curves")
+    try:
+        found = read_curves_dir(curves)
+    except ValueError as err:
+        _fail(f"{err} (in --curves {curves})")
+    wanted = split_list(strategy)
+    if wanted:
+        unknown = [w for w in wanted if w not in found and not any(s.split("[")[0] == w for s in found)]
+        if unknown:
+            _fail(f"--strategy {', '.join(unknown)}: no such curve in {curves}; it holds: {', '.join(sorted(found))}")
+        found = {s: v for s, v in found.items() if s in wanted or s.split("[")[0] in wanted}
+    table = max_rule_from_curves(found, levels) if rule == "max" else rank(found, levels)
+    per_task = read_task_points_dir(curves)
+    per_task = per_task[per_task["curve"].isin(list(found))]
     aups = aup_by_task(per_task)
-    aup_of = dict(zip(aups["strategy"], aups["AUP"]))
-    table = Table(title=f"Leaderboard ({escape(source)}): tokens per step sustained at accuracy ≥ threshold")
-    table.add_column("#", justify="right")
-    table.add_column("strategy")
-    table.add_column("kind")
-    names = [threshold_name(t) for t in levels]
-    for name in names:
-        table.add_column(f"≥{name}%", justify="right")
-    table.add_column("AUP (task avg)", justify="right")
-    for i, row in ranked.iterrows():
-        value = aup_of.get(row["strategy"])
-        shown = "–" if value is None or value != value else f"{value:.1f}"
-        shared = "rank" in ranked and (bool(row["tied"]) or list(ranked["rank"]).count(row["rank"]) > 1)
-        number = f"={row['rank']}" if shared else str(row["rank"] if "rank" in ranked else i + 1)
-        table.add_row(number, escape(display_name(row["strategy"])),
-                      escape(display_name(row["kind"])), *(_headline(row, n) for n in names), shown)
-    console = Console()
-    console.print(table)
-    if "tied" in ranked:
-        console.print("[dim]brackets: 95% interval (bootstrap over samples); ≈: the interval overlaps the leader's (tied); "
-                      "=N: rows sharing a rank, their intervals on the first threshold overlap, so these samples do not "
-                      "order them[/dim]", soft_wrap=True)
-    task_columns = [c for c in aups.columns if c.startswith("AUP ")]
-    if task_columns:
-        # tasks as rows and strategies as columns (numbered, named below): a dozen task names
-        # across the page would be cut to one letter each in a terminal
-        per = Table(title="AUP per task (accuracy under parallelism, d3LLM leaderboard definition; y_max over the rows shown)")
-        per.add_column("task")
-        names = [display_name(str(s)) for s in aups["strategy"]]
-        for i in range(len(names)):
-            per.add_column(f"S{i + 1}", justify="right")
-        for column in task_columns:
-            values = aups[column].tolist()
-            per.add_row(escape(display_name(column[4:])), *("–" if v != v else f"{v:.1f}" for v in values))
-        console.print(per)
-        console.print("[dim]" + escape("; ".join(f"S{i + 1} = {n}" for i, n in enumerate(names))) + "[/dim]",
-                      soft_wrap=True)
+    aup_of = dict(zip(aups["strategy"], aups["AUP"])) if len(aups) else {}
+    table["AUP"] = [aup_of.get(s, float("nan")) for s in table["strategy"]]
+    note = ("tokens per step as the curve files give them (task-averaged ratio of sums); the max rule's per-sample "
+            "max_tokens / NFE needs a results database") if rule == "max" else None
+    return [Board(table, aups, _empty_bounds(), None, note, rule, tuple(levels))], str(curves)
 
 
-def _headline(row, name: str) -> str:
-    """`2.00 [1.00–4.00]≈`: the headline, its interval when known, ≈ when tied with the leader."""
-    low = row.get(f"{name}_ci_low", float("nan"))
-    if low != low:
-        return f"{row[name]:.2f}"
-    tied = "≈" if bool(row.get(f"{name}_tied", False)) else ""
-    return f"{row[name]:.2f} [{low:.2f}–{row[f'{name}_ci_high']:.2f}]{tied}"
+def _empty_bounds():
+    import pandas as pd
+
+    return pd.DataFrame(columns=["strategy", "task", "ci_low", "ci_high"])
 
 
 def report(
     db: Path = typer.Option(DEFAULT_DB, "--db", help="Results database written by `parallelbench run`."),
     out: Path = typer.Option(Path("parallelbench-out"), "--out", help="Folder for report.html, figures/ (PNG + SVG) and curves/."),
     x_scale: str = typer.Option("log2", "--x-scale", help="Tokens-per-step axis of every plot: log2 (ticks 1, 2, 4, 8 ...) or linear."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=FILTER_HELP["model"]),
+    tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help=FILTER_HELP["tasks"]),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help=FILTER_HELP["strategy"]),
+    pb_rule: str = typer.Option("site", "--pb-rule", help=FILTER_HELP["pb_rule"]),
 ) -> None:
     """Write a self-contained HTML report (works offline) plus PNG/SVG figures.
 
     Example: parallelbench report --db parallelbench.db --out parallelbench-out --x-scale log2
+
+    Example: parallelbench report --db parallelbench.db --model tiny --strategy confidence-topk,confidence-threshold --pb-rule max
     """
     if x_scale not in ("log2", "linear"):
         _fail(f"--x-scale must be log2 or linear, not {x_scale!r}")
+    rule = _check_rule(pb_rule)
     from parallelbench.analysis.report import ResultsDatabaseError, write_report
+    from parallelbench.analysis.selection import SelectionError
     from parallelbench.outputs import OutputError, check_folder, output_error
 
     try:
         check_folder(out, "the report")
-        path = write_report(db, out, x_scale=x_scale)
-    except (FileNotFoundError, ResultsDatabaseError, OutputError) as err:
+        path = write_report(db, out, x_scale=x_scale, pb_rule=rule, models=model, tasks=tasks, strategies=strategy)
+    except (FileNotFoundError, ResultsDatabaseError, OutputError, SelectionError) as err:
         _fail(str(err))
     except OSError as err:  # disk full or permissions changed while writing
         _fail(str(output_error(out, err, "the report")))

@@ -108,6 +108,14 @@ def parse_json_list(value: Any) -> list:
     return parsed if isinstance(parsed, list) else []
 
 
+def knob_label(strategy: str, params: dict) -> str:
+    """The swept parameter(s) of one setting, e.g. ``threshold=0.9`` or ``k=2``: what tells the
+    points of one curve apart (figures label each adaptive point with it)."""
+    swept = sweep_keys(strategy)
+    knobs = {k: v for k, v in sorted(params.items()) if k in swept and v is not None}
+    return ",".join(f"{k}={v}" for k, v in knobs.items())
+
+
 def curve_label(strategy: str, params: dict, shown: Iterable[str] | None = None) -> str:
     """Strategy name plus its fixed (non-swept) parameters, e.g. ``random[block_length=8]``.
 
@@ -204,7 +212,7 @@ def task_points(frame: pd.DataFrame, tps_mode: str = "ratio") -> pd.DataFrame:
     counts decodes). `ci_low`/`ci_high` follow `uncertainty.interval`: Wilson for 0/1
     scores, a bootstrap over samples otherwise, clustered by sample when seeds repeat.
     """
-    columns = POINT_KEYS + ["task", "accuracy", "ci_low", "ci_high", "ci_method", "tps", "n", "rows", "nfe"]
+    columns = POINT_KEYS + ["task", "accuracy", "ci_low", "ci_high", "ci_method", "tps", "n", "rows", "nfe", "knob"]
     if frame is None or len(frame) == 0:
         return pd.DataFrame(columns=columns)
     data = with_curves(frame)
@@ -223,6 +231,7 @@ def task_points(frame: pd.DataFrame, tps_mode: str = "ratio") -> pd.DataFrame:
                 n=int(ci.n) if clusters is not None else int(len(group)),
                 rows=int(len(group)),
                 nfe=float(group["nfe"].mean()),
+                knob=knob_label(str(key[1]), group["params_dict"].iloc[0]),
             )
         )
     return pd.DataFrame(rows, columns=columns)
@@ -234,7 +243,7 @@ def average_points(points: pd.DataFrame) -> pd.DataFrame:
     The interval combines the tasks' intervals (`uncertainty.combine`, MOVER); `n` is the
     number of samples summed over tasks.
     """
-    columns = POINT_KEYS + ["accuracy", "ci_low", "ci_high", "ci_method", "tps", "n_tasks", "n"]
+    columns = POINT_KEYS + ["accuracy", "ci_low", "ci_high", "ci_method", "tps", "n_tasks", "n", "knob"]
     if len(points) == 0:
         return pd.DataFrame(columns=columns)
     grouped = points.groupby(POINT_KEYS, sort=True, dropna=False)
@@ -248,6 +257,8 @@ def average_points(points: pd.DataFrame) -> pd.DataFrame:
     else:
         out["ci_low"] = out["ci_high"] = float("nan")
         out["ci_method"] = "none"
+    knobs = dict(zip(zip(points["model"], points["config"]), points["knob"])) if "knob" in points else {}
+    out["knob"] = [knobs.get(key, "") for key in zip(out["model"], out["config"])]
     return out[columns].sort_values(["model", "curve", "tps"], kind="stable").reset_index(drop=True)
 
 

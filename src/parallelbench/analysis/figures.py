@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from parallelbench.analysis.curves import ACCURACY_AXIS, TPS_AXIS
-from parallelbench.analysis.labels import Box, place_labels
+from parallelbench.analysis.labels import Box, coincident_groups, joined_label, place_labels
 from parallelbench.analysis.taskmap import ACCURACY_LEVEL, DEFINITION, X_AXIS, Y_AXIS
 from parallelbench.display import display_name
 
@@ -117,7 +117,7 @@ def tradeoff_figure(averaged: pd.DataFrame, oracle: pd.DataFrame, model: str, x_
         kind = str(group["strategy_kind"].iloc[0])
         ax.errorbar(
             group["tps"], group["accuracy"], yerr=_yerr(group), marker=_marker(kind), color=palette[curve],
-            label=_label(curve), capsize=2, elinewidth=0.8,
+            label=_curve_legend(curve, group), capsize=2, elinewidth=0.8,
         )
     stars = oracle[oracle["model"] == model] if len(oracle) else oracle
     for _, row in stars.iterrows():
@@ -130,7 +130,17 @@ def tradeoff_figure(averaged: pd.DataFrame, oracle: pd.DataFrame, model: str, x_
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
+    label_curve_points(fig, ax, points)
     return fig
+
+
+def _curve_legend(curve: str, group: pd.DataFrame) -> str:
+    """A curve's legend entry; adaptive curves name the parameter their point labels give."""
+    label = _label(curve)
+    if "knob" not in group or str(group["strategy_kind"].iloc[0]) == "topk":
+        return label
+    keys = sorted({knob.split("=", 1)[0] for knob in group["knob"].astype(str) if knob and "," not in knob})
+    return f"{label} (points: {', '.join(keys)})" if keys else label
 
 
 def task_panels_figure(per_task: pd.DataFrame, model: str, x_scale: str = "log2"):
@@ -143,14 +153,16 @@ def task_panels_figure(per_task: pd.DataFrame, model: str, x_scale: str = "log2"
     fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 2.6 * rows + 0.8), squeeze=False)
     palette = colours(points["curve"])
     handles = {}
+    legends: dict[str, str] = {}
     for ax, task in zip(axes.flat, tasks):
         for curve, group in points[points["task"] == task].groupby("curve", sort=True):
             group = group.sort_values("tps")
             kind = str(group["strategy_kind"].iloc[0])
             drawn = ax.errorbar(
                 group["tps"], group["accuracy"], yerr=_yerr(group), marker=_marker(kind), markersize=4,
-                color=palette[curve], label=_label(curve), capsize=1.5, elinewidth=0.7,
+                color=palette[curve], label=_curve_legend(curve, group), capsize=1.5, elinewidth=0.7,
             )
+            legends[curve] = _curve_legend(curve, group)
             handles[curve] = drawn.lines[0]
         ax.set_title(_label(task), fontsize=9)
         _tps_axis(ax, points["tps"], x_scale, fontsize=7)
@@ -162,9 +174,11 @@ def task_panels_figure(per_task: pd.DataFrame, model: str, x_scale: str = "log2"
     for ax in list(axes.flat)[len(tasks):]:
         ax.axis("off")
     if handles:
-        fig.legend(list(handles.values()), [_label(c) for c in handles], loc="lower center", ncol=min(5, len(handles)), fontsize=7)
+        fig.legend(list(handles.values()), [legends[c] for c in handles], loc="lower center", ncol=min(5, len(handles)), fontsize=7)
     fig.suptitle(f"Accuracy per task, {_label(model)}", fontsize=11)
     fig.tight_layout(rect=(0, 0.08 if handles else 0, 1, 0.96))
+    for ax, task in zip(axes.flat, tasks):
+        label_curve_points(fig, ax, points[points["task"] == task], fontsize=5.0)
     return fig
 
 
@@ -223,31 +237,75 @@ def _wrap(text: str, width: int) -> list[str]:
 
 
 TASKMAP_LABEL_PT = 7.0
+#: Task-map points closer than this (points, 1/72 inch) are one spot and share one label.
+COINCIDENT_PT = 3.0
 
 
-def label_taskmap(fig, ax, tasks, x, y) -> list:
-    """Annotate each point with its task name on a leader line, placed in display
-    coordinates (points) so that no two labels overlap and every label stays in the axes."""
-    fig.canvas.draw()
-    to_px = ax.transData.transform
+def _display_points(fig, ax, x, y) -> tuple[list[tuple[float, float]], Box]:
+    """Data coordinates -> (points with y growing downwards, the axes' box), as labels.py works.
+    Needs the final layout (after `tight_layout`); no full draw is made (a draw per panel is slow)."""
+    ax.get_xlim(), ax.get_ylim()  # settle lazy autoscaling before reading the transform
     scale = 72.0 / fig.dpi  # pixels -> points
     bbox = ax.get_window_extent()
     height = fig.bbox.height
-    # labels.py works with y growing downwards
-    points = [(px * scale, (height - py) * scale) for px, py in to_px(np.column_stack([x, y]))] if len(x) else []
+    pts = [(px * scale, (height - py) * scale) for px, py in ax.transData.transform(np.column_stack([x, y]))] if len(x) else []
     area = Box(bbox.x0 * scale + 2, (height - bbox.y1) * scale + 2, bbox.x1 * scale - 2, (height - bbox.y0) * scale - 2)
-    texts = [display_name(t, 30) for t in tasks]
-    offsets = place_labels(points, texts, area, font_size=TASKMAP_LABEL_PT, marker=5.0, gap=1.5)
+    return pts, area
+
+
+def annotate_points(fig, ax, x, y, texts, *, fontsize: float, marker: float = 5.0, gap: float = 1.5,
+                    avoid: list[tuple[float, float]] | None = None) -> list:
+    """Write `texts[i]` next to point (x[i], y[i]) on a short leader line, each at the nearest
+    spot where it overlaps no other label and no marker (`avoid`: more data points to keep
+    clear of) and stays inside the axes. Texts may hold several lines ("\n")."""
+    pts, area = _display_points(fig, ax, x, y)
+    others, _ = _display_points(fig, ax, *zip(*avoid)) if avoid else ([], area)
+    offsets = place_labels(pts, list(texts), area, font_size=fontsize, marker=marker, gap=gap, obstacles=others)
     out = []
     for xi, yi, text, (dx, dy) in zip(x, y, texts, offsets):
         out.append(
             ax.annotate(
-                text.replace("$", r"\$"), (xi, yi), xytext=(dx, -dy), textcoords="offset points", fontsize=TASKMAP_LABEL_PT,
+                text.replace("$", r"\$"), (xi, yi), xytext=(dx, -dy), textcoords="offset points", fontsize=fontsize,
                 ha="center", va="center", arrowprops=dict(arrowstyle="-", color="#888", linewidth=0.6, shrinkA=0, shrinkB=4),
                 bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.8), zorder=4,
             )
         )
     return out
+
+
+def label_taskmap(fig, ax, tasks, x, y) -> list:
+    """Annotate the task map: one label per spot (tasks on one spot share it, their names
+    joined over a few lines), on a leader line, overlapping no other label and staying in the axes."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    fig.canvas.draw()  # the colour bar and legend settle the axes box
+    pts, _ = _display_points(fig, ax, x, y)
+    groups = coincident_groups(pts, COINCIDENT_PT)
+    names = [display_name(t, 30) for t in tasks]
+    anchors = [g[0] for g in groups]
+    texts = [joined_label([names[i] for i in g]) for g in groups]
+    return annotate_points(fig, ax, x[anchors], y[anchors], texts, fontsize=TASKMAP_LABEL_PT)
+
+
+def label_curve_points(fig, ax, points: pd.DataFrame, fontsize: float = 6.0) -> list:
+    """Label every point of a threshold, factor or other adaptive curve with its swept
+    parameter (`knob`, e.g. threshold=0.9); top-k points need none (x is k itself)."""
+    if "knob" not in points or points.empty:
+        return []
+    adaptive = points[(points["strategy_kind"].astype(str) != "topk") & (points["knob"].astype(str) != "")]
+    adaptive = adaptive[np.isfinite(adaptive["tps"].astype(float)) & np.isfinite(adaptive["accuracy"].astype(float))]
+    if adaptive.empty:
+        return []
+    texts = [_knob_text(k) for k in adaptive["knob"]]
+    rest = points.drop(index=adaptive.index)
+    avoid = list(zip(rest["tps"].astype(float), rest["accuracy"].astype(float)))
+    return annotate_points(fig, ax, adaptive["tps"].to_numpy(float), adaptive["accuracy"].to_numpy(float), texts,
+                           fontsize=fontsize, marker=3.5, gap=0.8, avoid=avoid)
+
+
+def _knob_text(knob: str) -> str:
+    """`threshold=0.9` -> `0.9` (the legend names the parameter); `a=1,b=2` stays whole."""
+    parts = str(knob).split(",")
+    return parts[0].split("=", 1)[-1] if len(parts) == 1 else str(knob)
 
 
 def save(fig, out_dir: Path, stem: str) -> list[Path]:
@@ -256,7 +314,8 @@ def save(fig, out_dir: Path, stem: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
     fig.savefig(paths[0], dpi=150)
-    fig.savefig(paths[1])
+    with plt.rc_context({"svg.fonttype": "none"}):  # text stays text: searchable and editable in the SVG
+        fig.savefig(paths[1])
     plt.close(fig)
     return paths
 

@@ -38,8 +38,50 @@ class Box:
 
 
 def text_size(text: str, font_size: float) -> tuple[float, float]:
-    """Estimated (width, height) of a one-line label, padding included."""
-    return len(text) * CHAR_WIDTH * font_size + 4.0, LINE_HEIGHT * font_size + 2.0
+    """Estimated (width, height) of a label, padding included; lines are separated by "\n"."""
+    lines = str(text).split("\n")
+    return max(len(line) for line in lines) * CHAR_WIDTH * font_size + 4.0, len(lines) * LINE_HEIGHT * font_size + 2.0
+
+
+def coincident_groups(points, tolerance: float = 3.0) -> list[list[int]]:
+    """Indices of points that sit on one spot (within `tolerance` pixels of each other, chained),
+    in order of their first member: seven tasks on one spot become one group, one label."""
+    points = [(float(x), float(y)) for x, y in points]
+    parent = list(range(len(points)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(len(points)):
+        for j in range(i + 1, len(points)):
+            if math.hypot(points[i][0] - points[j][0], points[i][1] - points[j][1]) <= tolerance:
+                parent[root(j)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(points)):
+        groups.setdefault(root(i), []).append(i)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def joined_label(names, width: int = 30) -> str:
+    """One label for several names on one spot: "a, b, c" broken into lines of about `width`
+    characters ("\n" between lines); a single name is returned as it is."""
+    names = [str(n) for n in names]
+    if len(names) == 1:
+        return names[0]
+    lines: list[str] = []
+    current = ""
+    for i, name in enumerate(names):
+        piece = name + ("," if i < len(names) - 1 else "")
+        if current and len(current) + 1 + len(piece) > width:
+            lines.append(current)
+            current = piece
+        else:
+            current = f"{current} {piece}" if current else piece
+    lines.append(current)
+    return "\n".join(lines)
 
 
 def box_at(cx: float, cy: float, size: tuple[float, float]) -> Box:
@@ -65,18 +107,20 @@ def _candidates(size: tuple[float, float], marker: float):
             yield ux * (gap + reach), uy * (gap + reach)
 
 
-def place_labels(points, texts, area: Box, font_size: float = 11.0, marker: float = 6.0, gap: float = 2.0):
+def place_labels(points, texts, area: Box, font_size: float = 11.0, marker: float = 6.0, gap: float = 2.0,
+                 obstacles=()):
     """Offsets [(dx, dy)] (pixels, y down) putting each label's centre near its point.
 
     `points` are pixel positions, `area` the box labels must stay inside, `marker` the
-    marker radius that labels keep clear of (every marker, not just their own). Labels
+    marker radius that labels keep clear of (every marker, not just their own, and the
+    unlabelled points in `obstacles`). Labels
     are placed one by one, points in crowded spots first; a label for which no
     candidate is free takes the one that overlaps least (only with far more labels than
     the plot has room for).
     """
     points = [(float(x), float(y)) for x, y in points]
     sizes = [text_size(str(t), font_size) for t in texts]
-    markers = [Box(x - marker, y - marker, x + marker, y + marker) for x, y in points]
+    markers = [Box(x - marker, y - marker, x + marker, y + marker) for x, y in [*points, *obstacles]]
 
     def crowding(i: int) -> float:
         x, y = points[i]

@@ -133,7 +133,8 @@ def read_curves_dir(directory: Path) -> dict[str, tuple[str, list[tuple[float, f
     return out
 
 
-def as_json(table: pd.DataFrame, thresholds: Sequence[float]) -> dict[str, dict[str, float]]:
-    """{strategy: {threshold: tps}} in leaderboard order."""
+def as_json(table: pd.DataFrame, thresholds: Sequence[float]) -> dict[str, dict[str, float | None]]:
+    """{strategy: {threshold: tps}} in leaderboard order; None where no setting qualifies (max rule)."""
     names = [threshold_name(t) for t in thresholds]
-    return {row["strategy"]: {name: float(row[name]) for name in names} for _, row in table.iterrows()}
+    return {row["strategy"]: {name: (None if row[name] != row[name] else float(row[name])) for name in names}
+            for _, row in table.iterrows()}

@@ -16,7 +16,7 @@ import pandas as pd
 
 from parallelbench.analysis import figures
 from parallelbench.analysis.curves import ACCURACY_AXIS, TPS_AXIS
-from parallelbench.analysis.labels import Box, place_labels
+from parallelbench.analysis.labels import Box, coincident_groups, joined_label, place_labels
 from parallelbench.analysis.taskmap import X_SHORT, Y_SHORT
 from parallelbench.display import display_name
 
@@ -25,6 +25,8 @@ from parallelbench.display import display_name
 TASKMAP_SIZE = (660, 560)
 TASKMAP_MARGIN = dict(l=70, r=90, t=20, b=100)
 TASKMAP_FONT = 11
+#: Task-map points closer than this (pixels) are one spot and share one label.
+COINCIDENT_PX = 4.0
 
 
 def shown(value) -> str:
@@ -195,9 +197,13 @@ def taskmap_plot(tmap: pd.DataFrame):
         py = area.y0 + (y_range[1] - y) / (y_range[1] - y_range[0]) * (area.y1 - area.y0)
         return px, py
 
-    texts = [display_name(t, 32) for t in data["task"]]
-    points = [pixel(x, y) for x, y in zip(data["parallelizability"], data["order_slope"])]
-    offsets = place_labels(points, texts, area, font_size=TASKMAP_FONT, marker=6.0)
+    names = [display_name(t, 32) for t in data["task"]]
+    pixels = [pixel(x, y) for x, y in zip(data["parallelizability"], data["order_slope"])]
+    # tasks on one spot share one label (a fan of leader lines to one point reads as noise)
+    groups = coincident_groups(pixels, COINCIDENT_PX)
+    anchors = [g[0] for g in groups]
+    texts = [joined_label([names[i] for i in g]) for g in groups]
+    offsets = place_labels([pixels[i] for i in anchors], texts, area, font_size=TASKMAP_FONT, marker=6.0)
     accuracy = data["accuracy"] if "accuracy" in data else pd.Series(np.nan, index=data.index)
     categories = data["category"].astype(str) if "category" in data else pd.Series("", index=data.index)
     symbols = ["circle", "square", "diamond", "triangle-up", "cross", "x", "pentagon", "star-triangle-up"]
@@ -226,11 +232,12 @@ def taskmap_plot(tmap: pd.DataFrame):
         )
     annotations = [
         dict(
-            x=x, y=y, xref="x", yref="y", text=html.escape(text), showarrow=True, arrowhead=0, arrowwidth=0.8,
-            arrowcolor="#888", ax=dx, ay=dy, axref="pixel", ayref="pixel", xanchor="center", yanchor="middle",
-            font=dict(size=TASKMAP_FONT), bgcolor="rgba(255,255,255,0.85)", borderpad=1, standoff=6,
+            x=data["parallelizability"].iloc[i], y=data["order_slope"].iloc[i], xref="x", yref="y",
+            text="<br>".join(html.escape(line) for line in text.split("\n")), showarrow=True, arrowhead=0,
+            arrowwidth=0.8, arrowcolor="#888", ax=dx, ay=dy, axref="pixel", ayref="pixel", xanchor="center",
+            yanchor="middle", font=dict(size=TASKMAP_FONT), bgcolor="rgba(255,255,255,0.85)", borderpad=1, standoff=6,
         )
-        for x, y, text, (dx, dy) in zip(data["parallelizability"], data["order_slope"], texts, offsets)
+        for i, text, (dx, dy) in zip(anchors, texts, offsets)
     ]
     fig.add_hline(y=0, line_color="grey", line_width=1)
     fig.update_layout(

@@ -17,15 +17,17 @@ import pandas as pd
 from parallelbench.analysis import figures
 from parallelbench.analysis.curves import curves
 from parallelbench.analysis.failures import failures_html, find_failures
-from parallelbench.analysis.aup import aup_by_task
+from parallelbench.analysis.board import build_boards, ranking_line
 from parallelbench.analysis.cot import cot_comparison
-from parallelbench.analysis.leaderboard import curves_from_points, rank, threshold_name
-from parallelbench.analysis.ranking import headline_intervals, with_intervals
+from parallelbench.analysis.leaderboard import threshold_name
+from parallelbench.analysis.pb_rules import RULE_TEXT, check_rule
+from parallelbench.analysis.selection import select
 from parallelbench.analysis.uncertainty import precision_line
 
 # The report's headline columns PB90..PB60: tokens per step sustained at >= 90/80/70/60 % accuracy.
 REPORT_THRESHOLDS = (90.0, 80.0, 70.0, 60.0)
 from parallelbench.analysis.oracle import oracle_points
+from parallelbench.analysis.order_metrics import LEGEND, ORDER_COLUMNS, SHORT_NAMES, order_summary
 from parallelbench.analysis import plots
 from parallelbench.analysis.taskmap import DEFINITION, task_map
 from parallelbench.display import display_name
@@ -51,6 +53,9 @@ th{background:#eef1f4}td.name,th.name{text-align:left}td.kind{text-align:left;co
 p.meta{font-size:12px;color:#4a5463;margin:2px 0 6px}details summary{cursor:pointer;font-weight:600;margin:8px 0}
 ul.files{font-size:13px;columns:2}code{font-size:12px}
 span.ci{font-size:11px;color:#6a7483}td.tied{background:#fff8dc}p.precision{font-size:13px;margin:8px 0 2px}
+p.rule{font-size:13px;margin:4px 0}p.common-set{color:#8a4b00;font-size:13px;margin:6px 0}td.id{color:#4a5463}
+th.ranking{background:#dde6f0}p.legend{font-size:12px;color:#4a5463;margin:2px 0 12px;max-width:1300px}
+table.aup td{white-space:nowrap}tr.mean td{border-top:2px solid #c9d1dc}
 """
 
 
@@ -101,24 +106,78 @@ def _fmt(value: float, digits: int) -> str:
     return "<td>–</td>" if value != value else f"<td>{value:.{digits}f}</td>"
 
 
-def _aup_section(aups: pd.DataFrame) -> str:
+#: Strategies per AUP table: tasks are rows, so a page of 1400 px holds this many value columns.
+AUP_COLUMNS_PER_TABLE = 8
+
+
+def _aup_section(boards: list) -> str:
+    """AUP per task with 95% intervals: tasks as rows (as in the CLI), strategies as numbered
+    columns named under the table, split into tables of `AUP_COLUMNS_PER_TABLE` so it fits a page."""
     intro = (
         '<p class="help">AUP (accuracy under parallelism, as the d3LLM dLLM leaderboard defines it): per task, the '
         "area under the accuracy-tokens-per-step curve weighted by W(y) = min(exp(-3(1 - y/y_max)), 1), y_max the best "
-        "accuracy of the rows shown, points more than 5 points below the slowest setting left out. Higher is better.</p>"
+        "accuracy of the rows shown, points more than 5 points below the slowest setting left out. Higher is better. "
+        "Under each value: its 95% interval (the leaderboard's bootstrap over samples). Strategies are numbered as in "
+        "the leaderboard above (S1 is its first row).</p>"
     )
-    columns = [c for c in aups.columns if c.startswith("AUP ")]
-    if not columns:
-        return intro + _missing("Needs per-task results of at least one strategy (parallelbench run).")
-    head = "".join(f"<th>{_shown(c[4:])}</th>" for c in columns)
-    rows = []
-    for _, row in aups.iterrows():
-        cells = "".join(_fmt(row[c], 1) for c in columns)
-        rows.append(f'<tr><td class="name">{_shown(row["strategy"])}</td>{_fmt(row["AUP"], 1)}{cells}</tr>')
-    return intro + (
-        f'<table id="aup"><thead><tr><th class="name">strategy</th><th>AUP (task avg)</th>{head}</tr></thead>'
-        f'<tbody>{"".join(rows)}</tbody></table>'
-    )
+    parts = [intro]
+    for g, board in enumerate(boards):
+        aups = board.aups
+        columns = [c for c in aups.columns if c.startswith("AUP ")]
+        if not columns or aups.empty:
+            parts.append(_missing("Needs per-task results of at least one strategy (parallelbench run)."))
+            continue
+        order = [s for s in board.table["strategy"] if s in set(aups["strategy"])] if len(board.table) else list(aups["strategy"])
+        ids = {s: f"S{i + 1}" for i, s in enumerate(board.table["strategy"])} if len(board.table) else {}
+        ids.update({s: f"S{len(ids) + i + 1}" for i, s in enumerate(x for x in aups["strategy"] if x not in ids)})
+        order += [s for s in aups["strategy"] if s not in order]
+        value = {(r["strategy"], c): r[c] for _, r in aups.iterrows() for c in ["AUP", *columns]}
+        bounds = {(r["strategy"], f"AUP {r['task']}"): (r["ci_low"], r["ci_high"]) for _, r in board.aup_intervals.iterrows()}
+        mean_bounds = {}
+        if len(board.table) and "AUP_ci_low" in board.table:
+            mean_bounds = {r["strategy"]: (r["AUP_ci_low"], r["AUP_ci_high"]) for _, r in board.table.iterrows()}
+        if len(boards) > 1:
+            parts.append(f"<h3>Group {g + 1} of {len(boards)}</h3>")
+        for start in range(0, len(order), AUP_COLUMNS_PER_TABLE):
+            chunk = order[start : start + AUP_COLUMNS_PER_TABLE]
+            head = "".join(f'<th title="{html.escape(display_name(s, 400))}">{ids[s]}</th>' for s in chunk)
+            rows = []
+            for column in columns:
+                cells = "".join(_ci_cell(value.get((s, column), float("nan")), *bounds.get((s, column), (float("nan"),) * 2),
+                                         False, 1) for s in chunk)
+                rows.append(f'<tr><td class="name">{_shown(column[4:])}</td>{cells}</tr>')
+            cells = "".join(_ci_cell(value.get((s, "AUP"), float("nan")), *mean_bounds.get(s, (float("nan"),) * 2), False, 1)
+                            for s in chunk)
+            rows.append(f'<tr class="mean"><td class="name"><b>task average</b></td>{cells}</tr>')
+            legend = "; ".join(f"<b>{ids[s]}</b> = {_shown(s)}" for s in chunk)
+            parts.append(
+                f'<table class="aup" id="aup{"-" + str(g + 1) if g else ""}{"-" + str(start) if start else ""}">'
+                f'<thead><tr><th class="name">task</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+                f'<p class="legend">{legend}</p>'
+            )
+    return "".join(parts)
+
+
+def _order_section(summary: pd.DataFrame) -> str:
+    """Decoding-order metrics per strategy config (`order_metrics.order_summary`), one table per model."""
+    intro = f'<p class="help">{html.escape(LEGEND)}. Higher is more left-to-right.</p>'
+    if summary.empty:
+        return intro + _missing("Needs results with a stored decoding order (any parallelbench run).")
+    shown = [(c, h) for c, h in zip(ORDER_COLUMNS, SHORT_NAMES) if summary[c].notna().any()]
+    absent = [h for c, h in zip(ORDER_COLUMNS, SHORT_NAMES) if not summary[c].notna().any()]
+    parts = [intro]
+    for model, rows in summary.groupby("model", sort=True):
+        body = "".join(
+            f'<tr><td class="name">{_shown(r["config"])}</td><td>{int(r["n"])}</td>'
+            + "".join(_fmt(r[c], 2) for c, _ in shown) + "</tr>"
+            for _, r in rows.sort_values(["strategy", "config"], key=lambda v: v.map(str)).iterrows())
+        head = "".join(f"<th>{html.escape(h)}</th>" for _, h in shown)
+        parts.append(f"<h3>{_shown(model)}</h3><table class=\"order\"><thead><tr><th class=\"name\">strategy config</th>"
+                     f"<th>samples</th>{head}</tr></thead><tbody>{body}</tbody></table>")
+    if absent:
+        parts.append(f'<p class="help">Not shown: {html.escape(", ".join(absent))}: these rows lack the stored columns '
+                     "and their stored order stops at the first stop token, so the pad positions those need are missing.</p>")
+    return "".join(parts)
 
 
 def _cot_section(cot: pd.DataFrame) -> str:
@@ -155,46 +214,81 @@ def _ci_cell(value: float, low: float, high: float, tied: bool, digits: int) -> 
     return f"<td{mark}>{value:.{digits}f}{'&thinsp;≈' if tied else ''}{interval}</td>"
 
 
-def _leaderboard_section(averaged: pd.DataFrame, thresholds, aups: pd.DataFrame | None = None,
-                         frame: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
+def _leaderboard_section(boards: list, thresholds) -> str:
+    rule = boards[0].rule if boards else "site"
+    names = [threshold_name(t) for t in thresholds]
+    how = ("Operating points are walked from the lowest tokens per step upward; adaptive strategies interpolate "
+           "linearly to the crossing, top-k strategies keep the last point above. 0 means even the slowest setting is "
+           "below the threshold." if rule == "site" else
+           "Every setting counts on its own: the largest tokens per step (per-sample mean of max_tokens / NFE, k for "
+           "top-k) among the settings whose task-averaged accuracy reaches the threshold; – when none does.")
     intro = (
         '<p class="help">Most tokens per step a strategy sustains while its task-averaged accuracy stays at or above each '
-        "threshold. Operating points are walked from the lowest tokens per step upward; adaptive strategies interpolate "
-        "linearly to the crossing, top-k strategies keep the last point above. 0 means even the slowest setting is below "
-        "the threshold. Higher is better. Under each value: its 95% interval (bootstrap over samples, the same draws for "
+        f"threshold. {how} Under each value: its 95% interval (bootstrap over samples, the same draws for "
         "every strategy). ≈ marks strategies whose interval overlaps the leader's in that column: they are tied with it, "
         "and the order among them is not established by these samples. In the # column, rows whose PB interval of the "
         "ranking column overlaps that of the row heading their group share its rank (=1, =3 ...).</p>"
+        f'<p class="rule" id="pb-rule"><b>PB rule: {rule}</b> — {html.escape(RULE_TEXT[rule])}. '
+        "(The other rule: <code>parallelbench report --pb-rule "
+        f"{'max' if rule == 'site' else 'site'}</code>; both are defined in docs/report.md.)</p>"
+        f'<p class="rule" id="ranking-column"><b>{html.escape(ranking_line(thresholds, rule))}</b>.</p>'
     )
-    if len(averaged) == 0:
-        return intro + _missing("No results yet: run at least one strategy at one or more parameter settings (parallelbench run)."), pd.DataFrame()
-    table = rank(curves_from_points(averaged), thresholds)
-    aup_of = dict(zip(aups["strategy"], aups["AUP"])) if aups is not None and len(aups) else {}
-    table["AUP"] = [aup_of.get(s, float("nan")) for s in table["strategy"]]
-    names = [threshold_name(t) for t in thresholds]
-    intervals = headline_intervals(frame, thresholds) if frame is not None and len(frame) else pd.DataFrame()
-    table = with_intervals(table, intervals, [*names, "AUP"])
-    head = "".join(f'<th title="tokens per step sustained at accuracy ≥ {n}%">PB{n}</th>' for n in names)
-    head += '<th title="accuracy under parallelism, averaged over tasks">AUP</th>'
-    rows = []
-    for i, row in table.iterrows():
-        cells = "".join(_ci_cell(row[n], row[f"{n}_ci_low"], row[f"{n}_ci_high"], bool(row[f"{n}_tied"]), 2) for n in names)
-        cells += _ci_cell(row["AUP"], row["AUP_ci_low"], row["AUP_ci_high"], bool(row["AUP_tied"]), 1)
-        shared = bool(row["tied"]) or list(table["rank"]).count(row["rank"]) > 1
-        rank_text = f"={row['rank']}" if shared else str(row["rank"])
-        rows.append(
-            f'<tr class="lb-row" data-strategy="{_shown(row["strategy"])}" data-tied="{str(bool(row["tied"])).lower()}"><td>{rank_text}</td>'
-            f'<td class="name" title="{html.escape(display_name(row["strategy"], 400))}">{_shown(row["strategy"])}</td><td class="kind">{_shown(row["kind"])}</td>{cells}<td>{row["points"]}</td></tr>'
+    if not boards or all(b.table.empty for b in boards):
+        return intro + _missing("No results yet: run at least one strategy at one or more parameter settings (parallelbench run).")
+    parts = [intro]
+    for g, board in enumerate(boards):
+        table = board.table
+        if board.note:
+            parts.append(f'<p class="common-set">{html.escape(board.note)}</p>')
+        if table.empty:
+            continue
+        head = "".join(
+            f'<th title="tokens per step sustained at accuracy ≥ {n}%{"; the ranking column, higher is better" if i == 0 else ""}"'
+            f'{" class=ranking" if i == 0 else ""}>PB{n}</th>' for i, n in enumerate(names))
+        head += '<th title="accuracy under parallelism, averaged over tasks">AUP</th>'
+        rows = []
+        for i, row in table.iterrows():
+            cells = "".join(_ci_cell(row[n], row[f"{n}_ci_low"], row[f"{n}_ci_high"], bool(row[f"{n}_tied"]), 2) for n in names)
+            cells += _ci_cell(row["AUP"], row["AUP_ci_low"], row["AUP_ci_high"], bool(row["AUP_tied"]), 1)
+            shared = bool(row["tied"]) or list(table["rank"]).count(row["rank"]) > 1
+            rank_text = f"={row['rank']}" if shared else str(row["rank"])
+            rows.append(
+                f'<tr class="lb-row" data-strategy="{_shown(row["strategy"])}" data-tied="{str(bool(row["tied"])).lower()}"><td>{rank_text}</td>'
+                f'<td class="id">S{i + 1}</td><td class="name" title="{html.escape(display_name(row["strategy"], 400))}">{_shown(row["strategy"])}</td><td class="kind">{_shown(row["kind"])}</td>{cells}<td>{row["points"]}</td></tr>'
+            )
+        parts.append(
+            f'<table id="leaderboard{"-" + str(g + 1) if g else ""}" class="leaderboard"><thead><tr><th>#</th><th>id</th>'
+            f'<th class="name">strategy</th><th class="name">kind</th>{head}'
+            f'<th>operating points</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
         )
-    body = (
-        f'<table id="leaderboard"><thead><tr><th>#</th><th class="name">strategy</th><th class="name">kind</th>{head}'
-        f'<th>operating points</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
-    )
-    tied = [str(s) for s, t in zip(table["strategy"], table["tied"]) if t]
-    if tied:
-        body += (f'<p class="help">Tied for first on PB{names[0]} (the ranking column): '
-                 f'{", ".join(_shown(s) for s in tied)}.</p>')
-    return intro + body, table
+        tied = [str(s) for s, t in zip(table["strategy"], table["tied"]) if t]
+        if tied:
+            parts.append(f'<p class="help">Tied for first on PB{names[0]} (the ranking column): '
+                         f'{", ".join(_shown(s) for s in tied)}.</p>')
+        if board.pooled is not None and len(board.pooled):
+            cells = "".join(
+                f'<tr><td class="name">{_shown(r["strategy"])}</td>{"".join(_fmt(r[n], 2) for n in names)}'
+                f'<td>{r["points"]}</td></tr>' for _, r in board.pooled.iterrows())
+            parts.append(
+                '<p class="help">Pooled over every setting of every strategy, the number <code>pb analyze</code> prints '
+                '(– : no setting reaches the threshold):</p><table class="pooled"><thead><tr><th class="name">model</th>'
+                + "".join(f"<th>PB{n}</th>" for n in names) + f"<th>settings</th></tr></thead><tbody>{cells}</tbody></table>"
+            )
+    return "".join(parts)
+
+
+def leaderboard_csv(boards: list) -> pd.DataFrame:
+    """`leaderboard.csv`: every board's table with `pb_rule` (and `group` when several), pooled rows last (kind "pooled")."""
+    parts = []
+    for g, board in enumerate(boards):
+        table = board.table.copy()
+        if board.pooled is not None and len(board.pooled):
+            table = pd.concat([table, board.pooled], ignore_index=True)
+        table.insert(0, "pb_rule", board.rule)
+        if len(boards) > 1:
+            table.insert(1, "group", g + 1)
+        parts.append(table)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def _tradeoff_section(averaged: pd.DataFrame, oracle_avg: pd.DataFrame, x_scale: str = "log2") -> str:
@@ -321,14 +415,17 @@ def export_curves(averaged: pd.DataFrame, per_task: pd.DataFrame, out_dir: Path)
 
 def build_report(
     frame: pd.DataFrame, out_dir: Path, source: str = "", thresholds=REPORT_THRESHOLDS, static_figures: bool = True,
-    x_scale: str = "log2",
+    x_scale: str = "log2", pb_rule: str = "site",
 ) -> Path:
     """Write report.html, figures and curve CSVs for `frame` into `out_dir`; returns the HTML path.
 
     `static_figures=False` skips the matplotlib PNG/SVG files (the slow part) when only the page is wanted;
-    `x_scale` ("log2" or "linear") is the tokens-per-step axis of every plot.
+    `x_scale` ("log2" or "linear") is the tokens-per-step axis of every plot; `pb_rule` ("site" or "max",
+    `pb_rules.PB_RULES`) the rule of the leaderboard's PB columns and of `leaderboard.csv`.
     """
     from plotly.offline import get_plotlyjs
+
+    check_rule(pb_rule)
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -338,14 +435,20 @@ def build_report(
     tmap = task_map(frame)
     written = figures.write_figures(out_dir / "figures", per_task, averaged, oracle_avg, tmap, x_scale) if static_figures else []
     written += export_curves(averaged, per_task, out_dir)
-    aups = aup_by_task(per_task)
-    leaderboard_html, table = _leaderboard_section(averaged, thresholds, aups, frame)
-    if len(table):
-        table.to_csv(out_dir / "leaderboard.csv", index=False)
+    boards = build_boards(frame, thresholds, pb_rule, points=(per_task, averaged)) if len(frame) else []
+    leaderboard_html = _leaderboard_section(boards, thresholds)
+    board_csv = leaderboard_csv(boards)
+    if len(board_csv):
+        board_csv.to_csv(out_dir / "leaderboard.csv", index=False)
         written.append(out_dir / "leaderboard.csv")
+    aups = pd.concat([b.aups for b in boards if len(b.aups)], ignore_index=True) if any(len(b.aups) for b in boards) else pd.DataFrame()
     if len(aups):
         aups.to_csv(out_dir / "aup.csv", index=False)
         written.append(out_dir / "aup.csv")
+    order = order_summary(frame)
+    if len(order):
+        order.to_csv(out_dir / "order.csv", index=False)
+        written.append(out_dir / "order.csv")
     cot = cot_comparison(frame)  # only runs of `<task>-cot` tasks add this section
     if len(cot):
         cot.to_csv(out_dir / "cot.csv", index=False)
@@ -366,10 +469,11 @@ def build_report(
     sections = [
         ("summary", "Summary", summary),
         ("leaderboard-section", "Leaderboard", leaderboard_html),
-        ("aup-section", "AUP per task", _aup_section(aups)),
+        ("aup-section", "AUP per task", _aup_section(boards)),
         ("tradeoff", "Speed-quality trade-off", _tradeoff_section(averaged, oracle_avg, x_scale)),
         ("per-task", "Per-task curves", _tasks_section(per_task, x_scale)),
         ("task-map", "Task map", _taskmap_section(tmap)),
+        ("decoding-order", "Decoding order", _order_section(order)),
         ("failures", "Failure browser", _failures_section(frame)),
         ("files", "Figures and data files", _files_section(written, out_dir)),
     ]
@@ -389,7 +493,16 @@ def build_report(
     return path
 
 
-def write_report(db_path: Path, out_dir: Path, *, static_figures: bool = True, x_scale: str = "log2") -> Path:
-    """Report for a results database (the runner's main job calls this); returns the HTML path."""
-    frame = load_frame(Path(db_path))
-    return build_report(frame, Path(out_dir), source=f"results from {db_path}", static_figures=static_figures, x_scale=x_scale)
+def write_report(db_path: Path, out_dir: Path, *, static_figures: bool = True, x_scale: str = "log2",
+                 pb_rule: str = "site", models: str | None = None, tasks: str | None = None,
+                 strategies: str | None = None) -> Path:
+    """Report for a results database (the runner's main job calls this); returns the HTML path.
+
+    `models`, `tasks`, `strategies`: comma lists as `selection.select` reads them (SelectionError
+    for a value that matches nothing)."""
+    frame = select(load_frame(Path(db_path)), models, tasks, strategies)
+    picked = "; ".join(f"{flag} {value}" for flag, value in
+                       (("--model", models), ("--tasks", tasks), ("--strategy", strategies)) if value)
+    source = f"results from {db_path}" + (f" ({picked})" if picked else "")
+    return build_report(frame, Path(out_dir), source=source, static_figures=static_figures, x_scale=x_scale,
+                        pb_rule=pb_rule)

@@ -306,6 +306,7 @@ def results(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Only these models (comma-separated specs)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help="Only these tasks: ids, families (waiting_line), categories or paper, comma-separated."),
     all_versions: bool = typer.Option(False, "--all-versions", help="Also rows of older model, data or strategy versions (not reused by `run`), each model labelled with its versions."),
+    order: bool = typer.Option(False, "--order", help="Decoding order per strategy config instead: rank correlation of the commit order with left to right (Kendall, Spearman) and local/global AR-ness."),
     compare: Optional[Tuple[str, str]] = typer.Option(
         None, "--compare", metavar="A B",
         help="Paired difference A − B on the samples both configs decoded, with its 95% interval and p-value. "
@@ -317,6 +318,8 @@ def results(
     Example: parallelbench results --db parallelbench.db --model tiny --all-versions
 
     Example: parallelbench results --compare 'confidence-topk[k=2]' 'random[k=2]'
+
+    Example: parallelbench results --order --model tiny
     """
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
@@ -367,6 +370,11 @@ def results(
         return
     if compare and all(compare):
         _print_comparison(selected, compare, console)
+        return
+    if order:
+        from parallelbench.runner.summary import print_order_summary
+
+        print_order_summary(selected, console)
         return
     legend: dict[str, str] = {}
     if all_versions:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from parallelbench.display import display_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,38 +56,56 @@ CELL_WIDTH = 19  # "0.88 ± 0.12 · 128.0"
 
 def print_summary(frame: "pd.DataFrame", console: "Console") -> None:
     """Per model: accuracy ± half-width of its 95% interval · tokens/step per strategy config and
-    task, readable at the console's width.
+    task, readable at the console's width and when piped.
 
-    Configs as rows and tasks as columns when that fits; otherwise tasks as rows and the
-    configs as columns, split over as many tables as the width needs (12 tasks at 80
-    columns would otherwise squeeze every cell to nothing). The sample count is in the
-    title when every cell has the same, else in each cell.
+    Configs as rows and tasks as columns when that fits with every label whole; otherwise
+    tasks as rows and the configs as columns, split over as many tables as the width needs
+    (12 tasks at 80 columns would otherwise squeeze every cell to nothing), the configs
+    named in the headers when their labels fit a column and numbered C1, C2 ... with a
+    legend under the table when they do not (a header is never folded mid-word). The
+    sample count is in the title when every cell has the same, else in each cell.
     """
+    from parallelbench.analysis.terminal import print_line
+
     table_rows = summarize(frame)
     if table_rows.empty:
         console.print("[yellow]the database holds no results yet[/yellow]; run `parallelbench run` first")
         return
     for model, rows in table_rows.groupby("model", sort=False):
         tasks = list(dict.fromkeys(rows["task"]))
-        short = {t: display_name(s) for t, s in _short_names(tasks).items()}
+        short = {t: s for t, s in zip(tasks, _task_labels(tasks))}
         labels = _config_order(rows)
         uniform = rows["n"].nunique() == 1
         grid = {(label, t): _cell_of(rows, label, t, not uniform) for label in labels for t in tasks}
         mine = frame[frame["model"] == model]
         means = {label: _mean_cell(mine[mine["config"] == label], not uniform) for label in labels}
         samples = f"{int(rows['n'].iloc[0])} samples per cell, " if uniform else ""
-        title = f"{display_name(model)}: accuracy ± 95% half-width · tokens per step ({samples}{int(rows['rows'].sum())} rows)"
+        title = f"{_full(model)}: accuracy ± 95% half-width · tokens per step ({samples}{int(rows['rows'].sum())} rows)"
         width = CELL_WIDTH + (0 if uniform else 7)
-        label_width = max(len("strategy config"), *(len(display_name(x)) for x in labels))
-        columns = len(tasks) + (1 if len(tasks) > 1 else 0)
-        wide = label_width + 3 + columns * (max(width, *(len(short[t]) for t in tasks)) + 3) + 1
-        if wide <= console.width:
-            _print_configs_by_task(console, title, labels, tasks, short, grid, means)
+        print_line(console, title, "bold")
+        by_task = _configs_by_task(labels, tasks, short, grid, means)
+        from parallelbench.analysis.terminal import fits
+
+        if fits(console, by_task):
+            console.print(by_task)
         else:
-            _print_tasks_by_config(console, title, labels, tasks, short, grid, means, width)
+            _print_tasks_by_config(console, labels, tasks, short, grid, means, width)
     console.print("[dim]cells: mean score ± half-width of its 95% interval (Wilson for 0/1 scores, bootstrap over "
                   "samples otherwise) · mean tokens per step (tokens / model calls); mean: all tasks pooled; "
                   "--limit N samples per task narrows the intervals[/dim]")
+
+
+def _full(value: object) -> str:
+    from parallelbench.analysis.terminal import full_label
+
+    return full_label(value)
+
+
+def _task_labels(tasks: list[str]) -> list[str]:
+    from parallelbench.analysis.terminal import distinct_labels
+
+    shorts = _short_names(tasks)
+    return distinct_labels([shorts[t] for t in tasks])
 
 
 def _cell_of(rows: "pd.DataFrame", label: str, task: str, with_n: bool) -> str:
@@ -108,42 +125,52 @@ def _mean_cell(mine: "pd.DataFrame", with_n: bool) -> str:
     return _cell(ci.estimate, ci.low, ci.high, float(mine["tps"].mean()), ci.n if with_n else None)
 
 
-def _print_configs_by_task(console, title, labels, tasks, short, grid, means) -> None:
+def _configs_by_task(labels, tasks, short, grid, means):
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=Text(title), title_justify="left", show_lines=False)
+    from parallelbench.analysis.terminal import distinct_labels
+
+    table = Table(show_lines=False)
     table.add_column("strategy config", style="bold", no_wrap=True)
     for t in tasks:
         table.add_column(Text(short[t]), justify="right", no_wrap=True)
     several = len(tasks) > 1  # one task: its column is the mean
     if several:
         table.add_column("mean", justify="right", style="bold", no_wrap=True)
-    for label in labels:
-        table.add_row(Text(display_name(label)), *(grid[label, t] for t in tasks), *([means[label]] if several else []))
-    console.print(table)
+    for label, shown in zip(labels, distinct_labels(labels)):
+        table.add_row(Text(shown), *(grid[label, t] for t in tasks), *([means[label]] if several else []))
+    return table
 
 
-def _print_tasks_by_config(console, title, labels, tasks, short, grid, means, cell_width=CELL_WIDTH) -> None:
+def _print_tasks_by_config(console, labels, tasks, short, grid, means, cell_width=CELL_WIDTH) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from parallelbench.analysis.terminal import distinct_labels, legend_lines, print_legend, print_line, short_ids
+
+    shown = distinct_labels(labels)
+    numbered = any(len(x) > cell_width for x in shown)  # a header is never folded mid-word: number them instead
+    ids = short_ids("C", len(labels))
     task_width = max(len("task"), *(len(short[t]) for t in tasks))
     per_table = max(1, (console.width - task_width - 4) // (cell_width + 3))
     n_tables = -(-len(labels) // per_table)
     size = -(-len(labels) // n_tables)  # even tables: 9 configs at 4 per table -> 3, 3, 3
-    chunks = [labels[i : i + size] for i in range(0, len(labels), size)]
-    for n, chunk in enumerate(chunks, 1):
-        part = f" [{n}/{len(chunks)}]" if len(chunks) > 1 else ""
-        table = Table(title=Text(title + part), title_justify="left", show_lines=False)
+    for n, start in enumerate(range(0, len(labels), size), 1):
+        chunk = list(range(start, min(start + size, len(labels))))
+        if n_tables > 1:
+            print_line(console, f"[{n}/{n_tables}]", "bold")
+        table = Table(show_lines=False)
         table.add_column("task", style="bold", no_wrap=True)
-        for label in chunk:
-            table.add_column(Text(display_name(label), overflow="fold"), justify="right", overflow="fold", width=cell_width)
+        for i in chunk:
+            table.add_column(ids[i] if numbered else Text(shown[i]), justify="right", no_wrap=True, min_width=cell_width)
         for t in tasks:
-            table.add_row(Text(short[t]), *(grid[label, t] for label in chunk))
+            table.add_row(Text(short[t]), *(grid[labels[i], t] for i in chunk))
         if len(tasks) > 1:
-            table.add_row(Text("mean", style="bold"), *(means[label] for label in chunk), end_section=False)
+            table.add_row(Text("mean", style="bold"), *(means[labels[i]] for i in chunk), end_section=False)
         console.print(table)
+        if numbered:
+            print_legend(console, legend_lines([ids[i] for i in chunk], [labels[i] for i in chunk]))
 
 
 def _cell(acc: float, low: float, high: float, tps: float, n: int | None = None) -> str:
@@ -157,3 +184,50 @@ def _short_names(tasks: list[str]) -> dict[str, str]:
     """'waiting_line/copy' -> 'copy' unless two tasks share the last part."""
     last = [t.split("/")[-1] for t in tasks]
     return {t: (s if last.count(s) == 1 else t) for t, s in zip(tasks, last)}
+
+
+def print_order_summary(frame: "pd.DataFrame", console: "Console") -> None:
+    """Per model, one row per strategy config: the decoding-order metrics averaged over its samples
+    (`analysis.order_metrics`), config labels whole or numbered with a legend, as the width allows."""
+    import math
+
+    from rich.table import Table
+    from rich.text import Text
+
+    from parallelbench.analysis.order_metrics import LEGEND, ORDER_COLUMNS, SHORT_NAMES, order_summary
+    from parallelbench.analysis.terminal import distinct_labels, fits, legend_lines, print_legend, print_line, short_ids
+
+    summary = order_summary(frame)
+    if summary.empty:
+        console.print("[yellow]the database holds no results yet[/yellow]; run `parallelbench run` first")
+        return
+    shown_columns = [(c, h) for c, h in zip(ORDER_COLUMNS, SHORT_NAMES) if summary[c].notna().any()]
+    absent = [h for c, h in zip(ORDER_COLUMNS, SHORT_NAMES) if not summary[c].notna().any()]
+    for model, rows in summary.groupby("model", sort=False):
+        order = rows.sort_values(["strategy", "config"], key=lambda s: s.map(str))
+        labels = list(order["config"])
+        shown = distinct_labels(labels)
+        ids = short_ids("C", len(labels))
+
+        def table(numbered: bool) -> "Table":
+            out = Table(show_lines=False)
+            out.add_column("id" if numbered else "strategy config", no_wrap=True)
+            out.add_column("n", justify="right", no_wrap=True)
+            for _, header in shown_columns:
+                out.add_column(header, justify="right", no_wrap=True)
+            for i, (_, row) in enumerate(order.iterrows()):
+                values = ["–" if row[c] != row[c] or math.isinf(row[c]) else f"{row[c]:.2f}" for c, _ in shown_columns]
+                out.add_row(ids[i] if numbered else Text(shown[i]), str(int(row["n"])), *values)
+            return out
+
+        print_line(console, f"{_full(model)}: decoding order per strategy config (means over samples)", "bold")
+        wide = table(False)
+        if fits(console, wide):
+            console.print(wide)
+        else:
+            console.print(table(True))
+            print_legend(console, legend_lines(ids, labels))
+    print_line(console, LEGEND, "dim")
+    if absent:
+        print_line(console, f"not shown: {', '.join(absent)} (these rows lack the stored columns, and the stored "
+                            "order stops at the first stop token, so the pad positions they need are not there)", "dim")
