@@ -47,10 +47,10 @@ def test_ar_ness_by_hand():
     assert ar_ness([0, 1, 2, 3]) == (1.0, 1.0)
     # right to left: never the next token; the leftmost masked only at the last commit
     assert ar_ness([3, 2, 1, 0]) == (0.0, 0.25)
-    # commits in order: position 2, 0, 1, 3. Local: only 1 extends its predecessor (0). Global: 0, 1 and 3
-    # each take the leftmost masked position, 2 does not
+    # commits in order: position 2, 0, 1, 3. Local: of the three commits after the first, only 1 extends
+    # its predecessor (0). Global: 0, 1 and 3 each take the leftmost masked position, 2 does not
     local, global_ = ar_ness([1, 2, 0, 3])
-    assert local == pytest.approx(1 / 4) and global_ == pytest.approx(3 / 4)
+    assert local == pytest.approx(1 / 3) and global_ == pytest.approx(3 / 4)
     # a pre-filled first position (-1) is context: decoding 1, 2 after it is left to right
     assert ar_ness([-1, 0, 1]) == (1.0, 1.0)
     assert all(math.isnan(v) for v in ar_ness([-1, -1]))

@@ -8,11 +8,11 @@ The result columns (issue 26 item 4; the `score` side stores them at decode time
   authors' lm-eval metadata defines them; 1 for left to right, NaN when every position was
   committed in one step.
 - `..._ignore_pad`: the same over the positions before the first pad/EOS token.
-- `ar_local`, `ar_global`: DiffuCoder's local and global AR-ness at k = 1 (Gong et al.
-  2025, appendix A.2), over the commits in order (commits of one step taken left to
-  right): the share of commits that are the immediate right neighbour of the previous
-  commit (the first commit: of the context, i.e. the first masked position), and the
-  share that take the leftmost still-masked position.
+- `ar_local`, `ar_global`: DiffuCoder's local and global AR-ness at k = 1, defined once in
+  `parallelbench.scoring.order` (the columns the store writes): over the commits in order
+  (commits of one step taken left to right), the share of commits after the first that are the
+  immediate right neighbour of the previous commit, and the share that take the leftmost
+  still-masked position.
 
 `order_metrics(frame)` uses the stored columns where a row has them. Until then (and for
 old rows) it computes what the stored `order` column allows: that column stops at the
@@ -30,14 +30,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-ORDER_COLUMNS = (
-    "dec_order_kendall",
-    "dec_order_spearman",
-    "dec_order_kendall_ignore_pad",
-    "dec_order_spearman_ignore_pad",
-    "ar_local",
-    "ar_global",
-)
+from parallelbench.scoring.order import ORDER_COLUMNS, ar_global, ar_local, kendall_tau_b, spearman_rho  # noqa: F401
+from parallelbench.scoring.order import order_correlations as _correlations
+
 #: Short headers for tables (terminal and report), in `ORDER_COLUMNS` order.
 SHORT_NAMES = ("τ all", "ρ all", "τ text", "ρ text", "AR local", "AR global")
 LEGEND = (
@@ -49,73 +44,19 @@ LEGEND = (
 )
 
 
-def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
-    """Kendall's tau-b of two equal-length sequences (ties counted as in tau-b); NaN when undefined."""
-    a, b = np.asarray(x, float), np.asarray(y, float)
-    n = len(a)
-    if n < 2:
-        return math.nan
-    upper = np.triu_indices(n, 1)
-    da = np.sign(a[:, None] - a[None, :])[upper]
-    db = np.sign(b[:, None] - b[None, :])[upper]
-    pairs = len(da)
-    ties_a, ties_b = int(np.count_nonzero(da == 0)), int(np.count_nonzero(db == 0))
-    denominator = math.sqrt(float(pairs - ties_a) * float(pairs - ties_b))
-    if denominator == 0:
-        return math.nan
-    return float(np.sum(da * db)) / denominator
-
-
-def average_ranks(values: Sequence[float]) -> np.ndarray:
-    """1-based ranks, tied values sharing the mean of their ranks."""
-    v = np.asarray(values, float)
-    order = np.argsort(v, kind="stable")
-    ranks = np.empty(len(v))
-    sorted_v = v[order]
-    start = 0
-    for end in range(1, len(v) + 1):
-        if end == len(v) or sorted_v[end] != sorted_v[start]:
-            ranks[order[start:end]] = (start + end + 1) / 2.0
-            start = end
-    return ranks
-
-
-def spearman_rho(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman's rho (Pearson correlation of average ranks); NaN when either side is constant."""
-    if len(x) < 2:
-        return math.nan
-    rx, ry = average_ranks(x), average_ranks(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    denominator = math.sqrt(float(np.dot(rx, rx)) * float(np.dot(ry, ry)))
-    return float(np.dot(rx, ry)) / denominator if denominator else math.nan
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
 
 
 def order_correlations(steps: Sequence[float]) -> tuple[float, float]:
-    """(Kendall, Spearman) of the commit steps against the same steps sorted ascending."""
-    steps = [float(s) for s in steps]
-    left_to_right = sorted(steps)
-    return kendall_tau_b(left_to_right, steps), spearman_rho(left_to_right, steps)
+    """(Kendall, Spearman) of the steps against left to right (`scoring.order`), NaN when undefined."""
+    kendall, spearman = _correlations(list(steps))
+    return _nan(kendall), _nan(spearman)
 
 
 def ar_ness(steps: Sequence[int]) -> tuple[float, float]:
-    """(local, global) AR-ness at k = 1 of a decode given each position's commit step; positions
-    with a negative step (pre-filled) are not commits and count as unmasked from the start."""
-    commits = sorted((int(s), p) for p, s in enumerate(steps) if int(s) >= 0)
-    if not commits:
-        return math.nan, math.nan
-    masked = sorted(p for _, p in commits)
-    pointer = 0  # index into `masked` of the leftmost position still masked
-    done = set()
-    local = global_ = 0
-    previous = masked[0] - 1  # the context (prompt, pre-filled tokens) ends just left of the first masked position
-    for _, position in commits:
-        local += position == previous + 1
-        while pointer < len(masked) and masked[pointer] in done:
-            pointer += 1
-        global_ += position == masked[pointer]
-        done.add(position)
-        previous = position
-    return local / len(commits), global_ / len(commits)
+    """(local, global) AR-ness at k = 1 as `scoring.order` defines them (the stored columns), NaN when undefined."""
+    return _nan(ar_local(list(steps))), _nan(ar_global(list(steps)))
 
 
 def sample_metrics(order: Sequence[int]) -> dict[str, float]:
@@ -167,8 +108,9 @@ def _batch_ar_ness(steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`ar_ness` for every row of a [R, L] array of steps >= 0 (no pre-filled positions)."""
     length = steps.shape[1]
     positions = np.argsort(steps * length + np.arange(length), axis=1)  # commits in order, a step left to right
-    first = positions[:, :1] == positions.min(axis=1, keepdims=True)
-    local = (first.sum(axis=1) + (positions[:, 1:] == positions[:, :-1] + 1).sum(axis=1)) / length
+    with np.errstate(invalid="ignore", divide="ignore"):  # one commit: local AR-ness is undefined (NaN)
+        local = (positions[:, 1:] == positions[:, :-1] + 1).sum(axis=1) / (length - 1) if length > 1 \
+            else np.full(len(positions), np.nan)
     # the leftmost masked position when commit t happens is the smallest position committed at t or later
     leftmost = np.minimum.accumulate(positions[:, ::-1], axis=1)[:, ::-1]
     return local, (positions == leftmost).sum(axis=1) / length
