@@ -116,7 +116,8 @@ def build_native(ckpt: Checkpoint, opts: Any, *, device: str, dtype: Any, name: 
         family = family_of(config)
         if family is None:
             raise NativeCheckpointError(f"{folder / 'config.json'}: model_type {config.get('model_type')!r} has no "
-                                        "native implementation; check the checkpoint's model_type")
+                                        "native implementation; check that this is a LLaDA, Dream, SDAR / TraDo or "
+                                        "LLaDA 2 checkpoint")
         mask_id = mask_id_of(config, family, folder / "config.json", folder)
         tokenizer = load_tokenizer(folder)
         check_mask_token(tokenizer, mask_id, folder)

@@ -173,7 +173,7 @@ def load_native(path: str | Path, device: str = "cpu", dtype: Any = None) -> tup
         raise NativeCheckpointError(
             f"{folder / 'config.json'}: model_type {config.get('model_type')!r} has no native implementation "
             "(native: 'llada' for LLaDA / LLaDA 1.5, 'Dream' for Dream / DiffuCoder, 'sdar' for SDAR / TraDo, "
-            "'llada2_moe' for LLaDA 2.x); check the checkpoint's model_type")
+            "'llada2_moe' for LLaDA 2.x); check that this is a checkpoint of one of these families")
     fam = family_module(family)
     spec = fam.spec_from_config(config, folder / "config.json")
     mask_id = mask_id_of(config, family, folder / "config.json", folder)
