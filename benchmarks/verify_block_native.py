@@ -521,7 +521,7 @@ def block_bias(lengths: list[int], width: int, block: int) -> tuple[Any, Any, An
         mask[i, width - n:] = True
     pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
     blk = pos // block
-    allowed = mask[:, None, :] & (blk[:, None, :] <= blk[:, :, None])
+    allowed = mask[:, None, :] & mask[:, :, None] & (blk[:, None, :] <= blk[:, :, None])
     allowed |= torch.eye(width, dtype=torch.bool)[None] & ~mask[:, :, None]  # pad queries see themselves
     bias = torch.zeros((b, width, width)).masked_fill(~allowed, float("-inf"))
     return mask, pos, bias

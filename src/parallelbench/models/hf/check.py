@@ -136,7 +136,7 @@ def block_layout(mask: Any, block: int) -> tuple[Any, Any]:
 
     pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
     blk = pos // block
-    allowed = mask[:, None, :] & (blk[:, None, :] <= blk[:, :, None])
+    allowed = mask[:, None, :] & mask[:, :, None] & (blk[:, None, :] <= blk[:, :, None])
     allowed = allowed | (torch.eye(mask.shape[1], dtype=torch.bool, device=mask.device)[None] & ~mask[:, :, None])
     return pos, torch.zeros(allowed.shape, device=mask.device).masked_fill(~allowed, float("-inf"))
 
