@@ -190,6 +190,20 @@ def main() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- llada2
+def llada2_shape(scale: float) -> dict:
+    """LLaDA2.0-mini's config with widths, depth, experts and vocabulary times `scale` (heads of 64 below 1)."""
+    if scale >= 1.0:
+        return dict(LLADA2_MINI)
+    hidden = max(128, round(2048 * scale / 64) * 64)
+    heads = hidden // 64
+    experts = max(16, round(256 * scale / 8) * 8)
+    vocab = max(1024, int(157184 * scale) // 64 * 64)
+    return {**LLADA2_MINI, "hidden_size": hidden, "num_attention_heads": heads, "num_key_value_heads": max(1, heads // 4),
+            "head_dim": 64, "num_hidden_layers": max(2, round(20 * scale)), "intermediate_size": max(128, int(5120 * scale)),
+            "num_experts": experts, "moe_intermediate_size": max(32, int(512 * scale)), "vocab_size": vocab,
+            "mask_token_id": vocab - 1}
+
+
 def engine_has_block_causal() -> bool:
     """Whether this tree's decode() drives block-causal nets (block layout + exact KV cache)."""
     import parallelbench.models.protocols as protocols
@@ -227,7 +241,8 @@ def bench_llada2(args, dtype: str) -> None:
     from parallelbench.models.native import build_random
     from parallelbench.models.native.block_net import BlockCausalNet
 
-    cfg = LLADA2_QUICK if args.quick else LLADA2_MINI
+    scale = args.scale if args.scale is not None else (1.0 if args.device.startswith("cuda") else 1 / 16)
+    cfg = LLADA2_QUICK if args.quick else llada2_shape(scale)
     block = 32 if not args.quick else 8
     batches = args.batches if args.quick else sorted(set(args.batches) & {1, 32}) or [1, 32]
     prompt, gen = args.prompt, args.gen
@@ -235,7 +250,9 @@ def bench_llada2(args, dtype: str) -> None:
     eos = EOS["llada2"] if EOS["llada2"] < cfg["vocab_size"] else cfg["vocab_size"] - 2
     net = BlockCausalNet(module, mask_id=cfg["mask_token_id"], eos_id=eos, vocab_size=cfg["vocab_size"], cache="block")
     params = sum(p.numel() for p in module.parameters()) / 1e9
-    print(f"# llada2: {'LLaDA2.0-mini shape' if not args.quick else 'tiny smoke-test shape'}, {params:.2f}B parameters, "
+    shape = "tiny smoke-test shape" if args.quick else ("LLaDA2.0-mini shape" if scale >= 1 else f"LLaDA2.0-mini x {scale:g}")
+    print(f"# llada2: {shape}, {params:.3f}B parameters, d {cfg['hidden_size']}, {cfg['num_hidden_layers']} layers, "
+          f"{cfg['num_experts']} experts (top {cfg['num_experts_per_tok']}), "
           f"dtype {dtype}, cache=block, prompt {prompt}, gen {gen}, block {block}")
     print(f"{'what':34} {'batch':>5} {'steps':>6} {'seconds':>8} {'tok/s':>9} {'ms/step':>8} {'engine%':>8}")
     for batch in batches:
