@@ -299,3 +299,30 @@ def test_models_check_knows_the_new_families(ckpts):
         assert report.family == name and report.block
         assert report.padded_vs_alone < TOL
         assert any("block-causal attention in blocks of" in line for line in report.lines())
+
+
+# ---------------------------------------------------------------------- through the engine
+@pytest.mark.parametrize("name", ["sdar", "llada2"])
+def test_block_cache_decodes_the_same_tokens_as_no_cache(ckpts, name):
+    """decode() with cache=block (finished blocks computed once) and cache=none give the same tokens
+    and steps, batched (left-padded, rows on different block grids) and each prompt alone."""
+    from parallelbench.decoding import build_strategy, decode
+
+    plain = load_model(f"hf:{ckpts[name]}", device="cpu", dtype="float32").net
+    cached = load_model(f"hf:{ckpts[name]}", device="cpu", dtype="float32", cache="block").net
+    prompts = [_ids(n, seed=n).tolist() for n in (3, 6, 9)]
+    for strategy in (build_strategy("confidence-topk", k=2, block_length=4),
+                     build_strategy("confidence-threshold", threshold=0.3, block_length=8)):
+        a = decode(plain, prompts, gen_length=16, strategy=strategy)
+        b = decode(cached, prompts, gen_length=16, strategy=strategy)
+        c = [decode(cached, [p], gen_length=16, strategy=strategy)[0] for p in prompts]
+        assert [r.tokens for r in a] == [r.tokens for r in b] == [r.tokens for r in c]
+        assert [r.nfe for r in a] == [r.nfe for r in b] == [r.nfe for r in c]
+
+
+def test_a_block_length_off_the_trained_grid_is_refused_before_decoding(ckpts):
+    from parallelbench.decoding import build_strategy, decode
+
+    net = load_model(f"hf:{ckpts['sdar']}", device="cpu", dtype="float32").net  # block_size 4
+    with pytest.raises(ValueError, match="block_length"):
+        decode(net, [[5, 6, 7]], gen_length=8, strategy=build_strategy("confidence-topk", k=1, block_length=6))
