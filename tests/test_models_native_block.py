@@ -234,6 +234,8 @@ def test_hf_detects_by_model_type_and_loads_natively(ckpts):
         assert net.block_causal is True and net.mask_id == vocab[bc.MASK[family]]
         assert net.versions()["native_family"] == family and net.cache_mode == "none"
         assert not code_ran(ckpts[name])
+    trusted = load_model(f"hf:{ckpts['llada2']}", device="cpu", trust_remote_code="true")  # ignored: native only
+    assert trusted.net.block_causal and not code_ran(ckpts["llada2"])
     sdar = load_model(f"hf:{ckpts['sdar']}", device="cpu").net
     vocab = bc.vocabulary("sdar")
     # end tokens: the tokenizer's EOS (<|im_end|>) first, then generation_config.json's ids
