@@ -665,6 +665,19 @@ def compare_generate(family: str, name: str, entry: dict[str, Any], report: Repo
             strategy = _strategy(family, run)
             label = ", ".join(f"{k}={run[k]}" for k in ("block_length", "steps", "rule", "threshold", "gen_length")
                               if k in run)
+            if net.block_size and run["block_length"] % net.block_size:
+                # the official loop runs any block length; decode() refuses one off the trained grid
+                try:
+                    decode(net, prompts[:1], gen_length=run["gen_length"], strategy=strategy)
+                    refused = "NOT refused"
+                except ValueError:
+                    refused = "refused in one line"
+                row = Row(name, f"cache={cache}: block_length off the trained block size {net.block_size} ({label})",
+                          refused)
+                if refused != "refused in one line":
+                    row.limit = 0.0
+                report.rows.append(row)
+                continue
             stop_early = family == "llada2" or run.get("stop")
             batched = decode(net, prompts, gen_length=run["gen_length"], strategy=strategy)
             alone = [decode(net, [p], gen_length=run["gen_length"], strategy=strategy)[0] for p in prompts]
