@@ -44,6 +44,19 @@ def threshold(
     return with_fallback(chosen, confidence if scores is None else scores, candidates)
 
 
+def threshold_at_least(
+    confidence: torch.Tensor, candidates: torch.Tensor, gamma: float, at_least: int, scores: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Candidates with confidence strictly above gamma, but at least the `at_least` best by
+    `scores` (default: confidence) when fewer pass: SDAR's / LLaDA2's dynamic rule."""
+    chosen = candidates & (confidence > gamma)
+    short = chosen.sum(dim=1) < at_least
+    if bool(short.any()):
+        best = top_k(confidence if scores is None else scores, candidates, at_least)
+        chosen = torch.where(short.unsqueeze(1), chosen | best, chosen)
+    return chosen
+
+
 def sorted_candidates(values: torch.Tensor, candidates: torch.Tensor, descending: bool):
     """Values of each row's candidates sorted, plus a validity mask for the sorted slots."""
     fill = NEG_INF if descending else float("inf")

@@ -69,6 +69,7 @@ class Decision:
     remask: torch.Tensor | None = None  # [b, G] bool, a subset of the committed positions
     edit: torch.Tensor | None = None  # [b, G] bool: committed positions rewritten in place to `tokens`
     confidence: torch.Tensor | None = None  # [b, G] recorded for committed positions (default: view.confidence)
+    hold: torch.Tensor | None = None  # [b] bool: the row's active block stays active next step, even with no mask left
 
 
 @dataclass(eq=False)
