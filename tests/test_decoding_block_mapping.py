@@ -70,6 +70,15 @@ def test_sdar_low_confidence_static_is_confidence_topk_k_block_over_steps(block,
     assert all(calls > 0 for _, calls in ref)
 
 
+@pytest.mark.parametrize(("block", "steps"), [(4, 4), (8, 4), (8, 2)])
+def test_sdar_sequential_is_l2r_k_block_over_steps(block, steps):
+    check(
+        lambda net, p: sdar_generate(net, p, mask_id=MASK, gen_length=16, block_length=block, denoising_steps=steps,
+                                     remasking_strategy="sequential"),
+        build_strategy("l2r", k=block // steps, block_length=block), prompts_of(LENGTHS, seed=7), 16,
+    )
+
+
 @pytest.mark.parametrize(("block", "steps", "threshold"), [(4, 4, 0.6), (8, 8, 0.8), (8, 8, 0.5)])
 def test_sdar_low_confidence_dynamic_is_confidence_threshold(block, steps, threshold):
     prompts = prompts_of(LENGTHS, seed=1)
