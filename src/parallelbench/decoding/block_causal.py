@@ -193,12 +193,18 @@ def decode_block_causal(
                 out_extra.setdefault(key[6:], torch.zeros(n_rows, dtype=val.dtype))[idx.cpu()] = val[done].cpu()
 
     done = ~masked.any(dim=1)  # rows a template fills completely cost nothing
-    if bool(done.any()):
+    n_done = int(done.sum())
+    if n_done:
         finish(done)
-    keep = ~done
+    n_live = n_rows - n_done
+    waited = False  # whether any row has sat a step out (then own steps lag behind t)
+    epoch = 0  # counts changes of the live rows; with the block and first column, keys `layouts`
+    layouts: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
     t = 0
-    while bool(keep.any()):
-        if not bool(keep.all()):
+    while n_live:
+        if n_done:
+            epoch += 1
+            keep = ~done
             canvas, real, positions, blk = canvas[keep], real[keep], positions[keep], blk[keep]
             masked, editable, out_slot, out_cols, generated = (
                 masked[keep], editable[keep], out_slot[keep], out_cols[keep], generated[keep])
@@ -208,7 +214,6 @@ def decode_block_causal(
             for key, val in list(state.items()):
                 if torch.is_tensor(val) and val.dim() > 0 and val.shape[0] == keep.shape[0]:
                     state[key] = val[keep]
-        n_live = rows.shape[0]
         if t >= max_steps and int(own_step.max()) >= max_steps:
             raise RuntimeError(
                 f"strategy {strategy.name!r} did not finish {n_live} row(s) within {max_steps} steps; "
@@ -225,24 +230,31 @@ def decode_block_causal(
         end = h + win.c1
 
         # -------------------------------------------------------------- one model call
-        c_rows, c_real, c_pos, c_blk = win.rows(rows), win.rows(real), win.rows(positions), win.rows(blk)
-        c_canvas = win.rows(canvas)
+        waited = waited or win.idx is not None
+        c_rows, c_canvas, c_real = win.rows(rows), win.rows(canvas), win.rows(real)
+        first = 0 if kv is None else start  # first column the call computes
+        key = (epoch, a, first)
+        if win.idx is None and key in layouts:  # the same rows and columns as the previous call
+            c_pos, c_mask, bias = layouts[key]
+        else:
+            c_pos, c_mask = win.rows(positions)[:, first:end].contiguous(), c_real[:, :end].contiguous()
+            bias = block_causal_bias(c_real, win.rows(blk), first, end)
+            if win.idx is None:
+                layouts.clear()
+                layouts[key] = (c_pos, c_mask, bias)
         if kv is not None:
-            ids = _fresh(c_canvas[:, start:end])
-            cols = torch.arange(start, end, device=device).unsqueeze(0)
-            c_upto = win.rows(kv_upto)
-            store = (cols >= c_upto.unsqueeze(1)) & (cols < h + win.c0)
-            logits = model.forward_cached(
-                ids, kv=kv, rows=c_rows, start=start, position_ids=c_pos[:, start:end].contiguous(),
-                attention_bias=block_causal_bias(c_real, c_blk, start, end), store=store,
-            )
-            win.put_rows(kv_upto, torch.clamp(c_upto, min=h + win.c0))
+            store = None
+            if start < h + win.c0:  # the call also computes finished columns: store the new ones
+                cols = torch.arange(start, end, device=device).unsqueeze(0)
+                c_upto = win.rows(kv_upto)
+                store = (cols >= c_upto.unsqueeze(1)) & (cols < h + win.c0)
+                win.put_rows(kv_upto, torch.clamp(c_upto, min=h + win.c0))
+            logits = model.forward_cached(_fresh(c_canvas[:, start:end]), kv=kv, rows=c_rows, start=start,
+                                          position_ids=c_pos, attention_bias=bias, store=store)
             logits = logits[:, end - block - start :]
         else:
-            logits = model.forward(
-                _fresh(c_canvas[:, :end]), attention_mask=c_real[:, :end].contiguous(), rows=c_rows,
-                position_ids=c_pos[:, :end].contiguous(), attention_bias=block_causal_bias(c_real, c_blk, 0, end),
-            )
+            logits = model.forward(_fresh(c_canvas[:, :end]), attention_mask=c_mask, rows=c_rows, position_ids=c_pos,
+                                   attention_bias=bias)
             logits = logits[:, h + win.c0 : end]
 
         # -------------------------------------------------------------- the strategy's step
@@ -266,7 +278,8 @@ def decode_block_causal(
             block_step=c_step,
             step=c_own,
             rows=c_rows,
-            rng_keys=sampling.keys_at_step(win.rows(rng_keys), c_own, t),
+            # a row's draws follow its own step count (rows that sat steps out are behind t)
+            rng_keys=sampling.keys_at_step(win.rows(rng_keys), c_own, t) if waited else rng_keys,
             t=t,
             temperature=float(strategy.options.temperature),
             mask_id=mask_id,
@@ -326,21 +339,20 @@ def decode_block_causal(
         c_all_masked = win.rows(masked)
         c_done = ~c_all_masked.any(dim=1) & ~c_held
         if strategy.options.stop_at_eos:  # stop once the block holding the first EOS is complete
-            region = win.rows(canvas)[:, h:end]
-            seen_eos = ((region == eos_id) & win.rows(generated)[:, : win.c1]).any(dim=1)
+            region = win.rows(canvas)[:, h:]
+            seen_eos = ((region[:, : win.c1] == eos_id) & win.rows(generated)[:, : win.c1]).any(dim=1)
             stop = ~new_masked.any(dim=1) & ~c_held & seen_eos
-            if bool(stop.any()):
-                fill = stop.unsqueeze(1) & c_all_masked
-                full_region = win.rows(canvas)[:, h:]
-                win_all = _Window(win.idx, 0, width)
-                win_all.put_cols(canvas, torch.where(fill, eos_id, full_region), offset=h)
-                win_all.put_cols(masked, c_all_masked & ~fill)
-                c_done = c_done | stop
-        done = torch.zeros(n_live, dtype=torch.bool, device=device)
-        win.put_rows(done, c_done)
-        if bool(c_done.any()):
+            fill = stop.unsqueeze(1) & c_all_masked  # the later slots become EOS
+            whole = _Window(win.idx, 0, width)
+            whole.put_cols(canvas, torch.where(fill, eos_id, region), offset=h)
+            whole.put_cols(masked, c_all_masked & ~fill)
+            c_done = c_done | stop
+        done = c_done if win.idx is None else torch.zeros(n_live, dtype=torch.bool, device=device).index_fill_(
+            0, win.idx[c_done], True)
+        n_done = int(done.sum())
+        if n_done:
             finish(done)
-        keep = ~done
+            n_live -= n_done
         t += 1
 
     return collect(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_chunks, history, return_history)
