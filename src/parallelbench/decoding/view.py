@@ -47,6 +47,22 @@ def row_max(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return values, block * chunk + inner
 
 
+def row_max_chunks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """row_max's (values, indices), plus the maxima of the row's chunks ([N, chunks], None when
+    row_max does not use chunks): one element per chunk, so the winner's chunk aside they are
+    distinct entries other than the maximum (for lower bounds on the rest of a softmax)."""
+    n, v = x.shape
+    chunk = next((c for c in (128, 64, 32) if v % c == 0 and v >= 4 * c), None)
+    if chunk is None or n == 0 or x.device.type != "cpu":
+        values, indices = row_max(x)
+        return values, indices, None
+    blocks = x.view(n, v // chunk, chunk) if x.is_contiguous() else x.reshape(n, v // chunk, chunk)
+    chunk_max = blocks.amax(dim=-1)
+    values, block = chunk_max.max(dim=-1)
+    inner = blocks[torch.arange(n, device=x.device), block].argmax(dim=-1)
+    return values, block * chunk + inner, chunk_max
+
+
 def row_top2(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
     """(values, indices, second values) of each row of [N, V]: row_max's maximum and index, and
     the largest entry once that index is set aside (equal to the maximum on a tie). One pass
