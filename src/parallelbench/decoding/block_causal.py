@@ -295,6 +295,8 @@ def decode_block_causal(
         decision = strategy.step(view)
 
         commit = decision.commit & c_masked
+        if view.focus is not None and "_where" not in view.__dict__:
+            view.focus = commit  # the rule read no per-position quantity: x0 / confidence only where it commits
         tokens = view.x0 if decision.tokens is None else decision.tokens
         conf = view.confidence if decision.confidence is None else decision.confidence
         new_gen = torch.where(commit, tokens, gen)

@@ -182,6 +182,8 @@ def decode(
         decision = strategy.step(view)
 
         commit = decision.commit & masked
+        if view.focus is not None and "_where" not in view.__dict__:
+            view.focus = commit  # the rule read no per-position quantity: x0 / confidence only where it commits
         tokens = view.x0 if decision.tokens is None else decision.tokens
         conf = view.confidence if decision.confidence is None else decision.confidence
         new_gen = torch.where(commit, tokens, gen)
