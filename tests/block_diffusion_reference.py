@@ -16,7 +16,8 @@ values is not one).
   n_s follows LLaDA's split of B over `denoising_steps` S (B // S, the first B % S steps one
   more). 'low_confidence_static' commits the n_s most confident masked slots;
   'low_confidence_dynamic' commits every masked slot above `confidence_threshold` when there
-  are at least n_s of them, else the n_s most confident. A block ends when it has no mask
+  are at least n_s of them, else the n_s most confident; 'sequential' the n_s slots from
+  the first masked one on. A block ends when it has no mask
   (at most S steps). With stop ids, decoding stops after the block in which one appears.
   The official code picks its n_s slots from the whole block; when fewer than n_s masks are
   left (the first block's prompt tail, or after a threshold step) it also overwrites n_s - m
@@ -87,6 +88,10 @@ def sdar_generate(net, prompt, *, mask_id, gen_length, block_length, denoising_s
             n = schedule[step]
             if remasking_strategy == "low_confidence_static":
                 pick = _most_confident(conf, masked, n)
+            elif remasking_strategy == "sequential":  # the n_s slots from the first masked one on
+                first = int(masked.nonzero()[0])
+                pick = torch.zeros_like(masked)
+                pick[first : first + n] = True
             elif remasking_strategy == "low_confidence_dynamic":
                 high = masked & (conf > confidence_threshold)
                 pick = high if int(high.sum()) >= n else _most_confident(conf, masked, n)

@@ -157,9 +157,7 @@ def decode_block_causal(
     rows = torch.arange(n_rows, device=device)
     rng_keys = sampling.row_keys(rows, seed)
     own_step = torch.zeros(n_rows, dtype=torch.long, device=device)
-    prev_block = torch.full((n_rows,), -1, dtype=torch.long, device=device)
-    block_step = torch.zeros(n_rows, dtype=torch.long, device=device)
-    held = torch.zeros(n_rows, dtype=torch.bool, device=device)
+    held = torch.zeros(n_rows, dtype=torch.bool, device=device)  # rows whose strategy keeps block `a` (Decision.hold)
     kv_upto = torch.zeros(n_rows, dtype=torch.long, device=device)  # canvas columns stored in the cache
     kv = model.new_kv_cache(n_rows, grid.width) if cached else None
     in_block = torch.zeros(block, dtype=torch.long, device=device)
@@ -193,22 +191,28 @@ def decode_block_causal(
                 out_extra.setdefault(key[6:], torch.zeros(n_rows, dtype=val.dtype))[idx.cpu()] = val[done].cpu()
 
     done = ~masked.any(dim=1)  # rows a template fills completely cost nothing
-    if bool(done.any()):
+    n_done = int(done.sum())
+    if n_done:
         finish(done)
-    keep = ~done
+    n_live = n_rows - n_done
+    waited = False  # whether any row has sat a step out (then own steps lag behind t)
+    holding = False  # whether `held` may hold a True
+    a_prev, a_start = -1, 0  # the block of the last step and the step it began at
+    epoch = 0  # counts changes of the live rows; with the block and first column, keys `layouts`
+    layouts: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
     t = 0
-    while bool(keep.any()):
-        if not bool(keep.all()):
+    while n_live:
+        if n_done:
+            epoch += 1
+            keep = ~done
             canvas, real, positions, blk = canvas[keep], real[keep], positions[keep], blk[keep]
             masked, editable, out_slot, out_cols, generated = (
                 masked[keep], editable[keep], out_slot[keep], out_cols[keep], generated[keep])
             order, commit_conf, remasks, rows, rng_keys = order[keep], commit_conf[keep], remasks[keep], rows[keep], rng_keys[keep]
-            own_step, prev_block, block_step, held, kv_upto = (
-                own_step[keep], prev_block[keep], block_step[keep], held[keep], kv_upto[keep])
+            own_step, held, kv_upto = own_step[keep], held[keep], kv_upto[keep]
             for key, val in list(state.items()):
                 if torch.is_tensor(val) and val.dim() > 0 and val.shape[0] == keep.shape[0]:
                     state[key] = val[keep]
-        n_live = rows.shape[0]
         if t >= max_steps and int(own_step.max()) >= max_steps:
             raise RuntimeError(
                 f"strategy {strategy.name!r} did not finish {n_live} row(s) within {max_steps} steps; "
@@ -217,32 +221,42 @@ def decode_block_causal(
 
         # the block each row works on: its leftmost masked block, or the one its strategy holds
         active = torch.where(masked, block_of_column.unsqueeze(0), n_blocks).amin(dim=1)
-        active = torch.where(held, prev_block, active)
+        if holding:
+            active = torch.where(held, a_prev, active)  # a held row stays on the block it held
         lowest = active.min()
         first_kv = torch.where(active == lowest, kv_upto, grid.width).min()
         a, top, start = torch.stack([lowest, active.max(), first_kv]).tolist()
+        if a != a_prev:  # every row enters a block at the same step (lockstep)
+            a_prev, a_start = a, t
         win = _Window(None if top == a else (active == a).nonzero().squeeze(1), a * block, (a + 1) * block)
         end = h + win.c1
 
         # -------------------------------------------------------------- one model call
-        c_rows, c_real, c_pos, c_blk = win.rows(rows), win.rows(real), win.rows(positions), win.rows(blk)
-        c_canvas = win.rows(canvas)
+        waited = waited or win.idx is not None
+        c_rows, c_canvas, c_real = win.rows(rows), win.rows(canvas), win.rows(real)
+        first = 0 if kv is None else start  # first column the call computes
+        key = (epoch, a, first)
+        if win.idx is None and key in layouts:  # the same rows and columns as the previous call
+            c_pos, c_mask, bias = layouts[key]
+        else:
+            c_pos, c_mask = win.rows(positions)[:, first:end].contiguous(), c_real[:, :end].contiguous()
+            bias = block_causal_bias(c_real, win.rows(blk), first, end)
+            if win.idx is None:
+                layouts.clear()
+                layouts[key] = (c_pos, c_mask, bias)
         if kv is not None:
-            ids = _fresh(c_canvas[:, start:end])
-            cols = torch.arange(start, end, device=device).unsqueeze(0)
-            c_upto = win.rows(kv_upto)
-            store = (cols >= c_upto.unsqueeze(1)) & (cols < h + win.c0)
-            logits = model.forward_cached(
-                ids, kv=kv, rows=c_rows, start=start, position_ids=c_pos[:, start:end].contiguous(),
-                attention_bias=block_causal_bias(c_real, c_blk, start, end), store=store,
-            )
-            win.put_rows(kv_upto, torch.clamp(c_upto, min=h + win.c0))
+            store = None
+            if start < h + win.c0:  # the call also computes finished columns: store the new ones
+                cols = torch.arange(start, end, device=device).unsqueeze(0)
+                c_upto = win.rows(kv_upto)
+                store = (cols >= c_upto.unsqueeze(1)) & (cols < h + win.c0)
+                win.put_rows(kv_upto, torch.clamp(c_upto, min=h + win.c0))
+            logits = model.forward_cached(_fresh(c_canvas[:, start:end]), kv=kv, rows=c_rows, start=start,
+                                          position_ids=c_pos, attention_bias=bias, store=store)
             logits = logits[:, end - block - start :]
         else:
-            logits = model.forward(
-                _fresh(c_canvas[:, :end]), attention_mask=c_real[:, :end].contiguous(), rows=c_rows,
-                position_ids=c_pos[:, :end].contiguous(), attention_bias=block_causal_bias(c_real, c_blk, 0, end),
-            )
+            logits = model.forward(_fresh(c_canvas[:, :end]), attention_mask=c_mask, rows=c_rows, position_ids=c_pos,
+                                   attention_bias=bias)
             logits = logits[:, h + win.c0 : end]
 
         # -------------------------------------------------------------- the strategy's step
@@ -252,7 +266,7 @@ def decode_block_causal(
         c_order = win.rows(order)[:, win.c0 : win.c1]
         c_conf = win.rows(commit_conf)[:, win.c0 : win.c1]
         c_own = win.rows(own_step).clone()  # own_step is updated in place below
-        c_step = torch.where(win.rows(prev_block) == a, win.rows(block_step) + 1, torch.zeros_like(c_own))
+        c_step = torch.full_like(c_own, t - a_start)  # steps spent in the block: the same for every row in it
         n_step = c_rows.shape[0]
         given = _window_state(state, win, n_live, width)
         seen = dict(given)
@@ -266,7 +280,8 @@ def decode_block_causal(
             block_step=c_step,
             step=c_own,
             rows=c_rows,
-            rng_keys=sampling.keys_at_step(win.rows(rng_keys), c_own, t),
+            # a row's draws follow its own step count (rows that sat steps out are behind t)
+            rng_keys=sampling.keys_at_step(win.rows(rng_keys), c_own, t) if waited else rng_keys,
             t=t,
             temperature=float(strategy.options.temperature),
             mask_id=mask_id,
@@ -277,11 +292,15 @@ def decode_block_causal(
             state=seen,
             aux={**context, "canvas": c_canvas, "attention_mask": c_real},
         )
+        view.__dict__["candidates"] = c_masked  # the window is the active block
         if focus_kind != "all":
-            view.focus = view.candidates if focus_kind == "candidates" else c_masked
+            view.focus = c_masked
+            view.focus_masked = True
         decision = strategy.step(view)
 
         commit = decision.commit & c_masked
+        if view.focus is not None and "_where" not in view.__dict__:
+            view.focus = commit  # the rule read no per-position quantity: x0 / confidence only where it commits
         tokens = view.x0 if decision.tokens is None else decision.tokens
         conf = view.confidence if decision.confidence is None else decision.confidence
         new_gen = torch.where(commit, tokens, gen)
@@ -290,7 +309,7 @@ def decode_block_causal(
             edit = decision.edit & ~c_masked & c_editable
             new_gen = torch.where(edit, tokens, new_gen)
             c_order = torch.where(edit, here, c_order)
-        new_masked = c_masked & ~commit
+        new_masked = c_masked ^ commit  # commit is a subset of c_masked
         c_order = torch.where(commit, here, c_order)
         c_conf = torch.where(commit, conf.float(), c_conf)
         slots = win.rows(out_slot)[:, win.c0 : win.c1]
@@ -304,8 +323,7 @@ def decode_block_causal(
             n_remask = (remask & slots).sum(dim=1)
             c_remasks = win.rows(remasks) + n_remask
             net = net - n_remask
-        c_held = (torch.zeros_like(c_masked[:, 0]) if decision.hold is None
-                  else decision.hold.to(device=device, dtype=torch.bool))
+        c_held = None if decision.hold is None else decision.hold.to(device=device, dtype=torch.bool)
 
         win.put_cols(canvas, new_gen, offset=h)
         win.put_cols(masked, new_masked)
@@ -313,9 +331,11 @@ def decode_block_causal(
         win.put_cols(commit_conf, c_conf)
         if c_remasks is not None:
             win.put_rows(remasks, c_remasks)
-        win.put_rows(held, c_held)
-        win.put_rows(prev_block, torch.full_like(c_own, a))
-        win.put_rows(block_step, c_step)
+        if c_held is not None:
+            win.put_rows(held, c_held)
+            holding = True
+        elif holding:
+            win.put_rows(held, torch.zeros_like(c_own, dtype=torch.bool))
         win.put_rows(own_step, c_own + 1)
         _merge_state(state, seen, given, win, n_live, n_step, width, block)
         tps_chunks.append((c_rows, c_own, net))
@@ -324,23 +344,26 @@ def decode_block_causal(
 
         # -------------------------------------------------------------- finished rows
         c_all_masked = win.rows(masked)
-        c_done = ~c_all_masked.any(dim=1) & ~c_held
+        c_done = ~c_all_masked.any(dim=1)
+        if c_held is not None:
+            c_done = c_done & ~c_held
         if strategy.options.stop_at_eos:  # stop once the block holding the first EOS is complete
-            region = win.rows(canvas)[:, h:end]
-            seen_eos = ((region == eos_id) & win.rows(generated)[:, : win.c1]).any(dim=1)
-            stop = ~new_masked.any(dim=1) & ~c_held & seen_eos
-            if bool(stop.any()):
-                fill = stop.unsqueeze(1) & c_all_masked
-                full_region = win.rows(canvas)[:, h:]
-                win_all = _Window(win.idx, 0, width)
-                win_all.put_cols(canvas, torch.where(fill, eos_id, full_region), offset=h)
-                win_all.put_cols(masked, c_all_masked & ~fill)
-                c_done = c_done | stop
-        done = torch.zeros(n_live, dtype=torch.bool, device=device)
-        win.put_rows(done, c_done)
-        if bool(c_done.any()):
+            region = win.rows(canvas)[:, h:]
+            seen_eos = ((region[:, : win.c1] == eos_id) & win.rows(generated)[:, : win.c1]).any(dim=1)
+            stop = ~new_masked.any(dim=1) & seen_eos
+            if c_held is not None:
+                stop = stop & ~c_held
+            fill = stop.unsqueeze(1) & c_all_masked  # the later slots become EOS
+            whole = _Window(win.idx, 0, width)
+            whole.put_cols(canvas, torch.where(fill, eos_id, region), offset=h)
+            whole.put_cols(masked, c_all_masked & ~fill)
+            c_done = c_done | stop
+        done = c_done if win.idx is None else torch.zeros(n_live, dtype=torch.bool, device=device).index_fill_(
+            0, win.idx[c_done], True)
+        n_done = int(done.sum())
+        if n_done:
             finish(done)
-        keep = ~done
+            n_live -= n_done
         t += 1
 
     return collect(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_chunks, history, return_history)

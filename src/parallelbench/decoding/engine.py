@@ -112,12 +112,17 @@ def decode(
 
     # Rows already complete (a template with no masks) cost nothing.
     done = ~masked.any(dim=1)
-    if bool(done.any()):
+    n_done = int(done.sum())
+    if n_done:
         finish(done, -1)
-    keep = ~done
+    n_live = n_rows - n_done
+    single = num_blocks == 1  # one block: every row is in block 0 and has spent t steps there
+    zeros: torch.Tensor | None = None
+    temperature = float(strategy.options.temperature)
     t = 0
-    while bool(keep.any()):
-        if not bool(keep.all()):
+    while n_live:
+        if n_done:
+            keep = ~done
             canvas, attention, masked, editable = canvas[keep], attention[keep], masked[keep], editable[keep]
             order, commit_conf, remasks, rows = order[keep], commit_conf[keep], remasks[keep], rows[keep]
             prev_block, block_step = prev_block[keep], block_step[keep]
@@ -127,6 +132,7 @@ def decode(
             for key, val in list(state.items()):
                 if torch.is_tensor(val) and val.dim() > 0 and val.shape[0] == keep.shape[0]:
                     state[key] = val[keep]
+            zeros = None
         if t >= max_steps:
             raise RuntimeError(
                 f"strategy {strategy.name!r} did not finish {len(rows)} row(s) within {max_steps} steps; "
@@ -136,11 +142,17 @@ def decode(
         logits, aux = strategy.forward(model, canvas, attention, rows, state, p_len)
         gen_logits = logits[:, p_len:, :]  # the view never proposes the mask token itself
         gen = canvas[:, p_len:]
-        block = blocks.active_block(masked, block_of, num_blocks)
-        if held is not None:  # blocks kept active after their last mask (edit-only steps)
-            block = torch.where(held, held_block, block)
-        block_step = torch.where(block == prev_block, block_step + 1, torch.zeros_like(block_step))
-        prev_block = block
+        step = torch.full_like(rows, t)
+        if single and held is None:
+            if zeros is None:
+                zeros = torch.zeros_like(rows)
+            block, block_step, prev_block = zeros, step, zeros
+        else:
+            block = blocks.active_block(masked, block_of, num_blocks)
+            if held is not None:  # blocks kept active after their last mask (edit-only steps)
+                block = torch.where(held, held_block, block)
+            block_step = torch.where(block == prev_block, block_step + 1, torch.zeros_like(block_step))
+            prev_block = block
         view = StepView(
             logits=gen_logits,
             canvas=gen,
@@ -149,11 +161,11 @@ def decode(
             block_of=block_of,
             block=block,
             block_step=block_step,
-            step=torch.full_like(rows, t),
+            step=step,
             rows=rows,
             rng_keys=rng_keys,
             t=t,
-            temperature=float(strategy.options.temperature),
+            temperature=temperature,
             mask_id=mask_id,
             eos_id=eos_id,
             num_blocks=num_blocks,
@@ -162,11 +174,16 @@ def decode(
             state=state,
             aux={**context, **aux, "canvas": canvas, "attention_mask": attention},
         )
+        if single and held is None:
+            view.__dict__["candidates"] = masked  # the whole region is the active block
         if focus_kind != "all":  # compute per-position quantities only where the strategy reads them
             view.focus = view.candidates if focus_kind == "candidates" else masked
+            view.focus_masked = True
         decision = strategy.step(view)
 
         commit = decision.commit & masked
+        if view.focus is not None and "_where" not in view.__dict__:
+            view.focus = commit  # the rule read no per-position quantity: x0 / confidence only where it commits
         tokens = view.x0 if decision.tokens is None else decision.tokens
         conf = view.confidence if decision.confidence is None else decision.confidence
         new_gen = torch.where(commit, tokens, gen)
@@ -174,7 +191,7 @@ def decode(
             edit = decision.edit & ~masked & editable
             new_gen = torch.where(edit, tokens, new_gen)
             order = torch.where(edit, t, order)
-        masked = masked & ~commit
+        masked = masked ^ commit  # commit is a subset of masked
         order = torch.where(commit, t, order)
         commit_conf = torch.where(commit, conf.float(), commit_conf)
         net = commit.sum(dim=1)
@@ -186,10 +203,10 @@ def decode(
             n_remask = remask.sum(dim=1)
             remasks = remasks + n_remask
             net = net - n_remask
-        done = ~masked.any(dim=1)
+        going = masked.any(dim=1)
         if decision.hold is not None:
             held, held_block = decision.hold.to(device=device, dtype=torch.bool), block
-            done = done & ~held
+            going = going | held
         else:
             held = None
         if strategy.options.stop_at_eos:
@@ -198,14 +215,16 @@ def decode(
             fill = stop.unsqueeze(1) & after
             new_gen = torch.where(fill, eos_id, new_gen)
             masked = masked & ~fill
-            done = done | stop
+            going = going & ~stop
         canvas = torch.cat([canvas[:, :p_len], new_gen], dim=1)  # a fresh tensor: models may keep the last one
         tps_chunks.append((rows, net))
         if return_history:
             history.append((rows, new_gen.clone()))
-        if bool(done.any()):
+        done = ~going
+        n_done = int(done.sum())
+        if n_done:
             finish(done, t)
-        keep = ~done
+            n_live -= n_done
         t += 1
 
     return collect(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_chunks, history, return_history)

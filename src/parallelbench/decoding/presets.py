@@ -166,10 +166,12 @@ class EntropyBounded(Strategy):
         if self.options.order not in self.ORDERS:
             raise option_error("order", self.options.order, " | ".join(self.ORDERS))
 
-    def score(self, view: StepView) -> torch.Tensor:
-        return SCORERS[self.options.order](view)
+    def score(self, view: StepView) -> torch.Tensor | None:
+        return None if self.options.order == "entropy" else SCORERS[self.options.order](view)
 
-    def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
+    def select(self, view: StepView, scores: torch.Tensor | None) -> torch.Tensor:
+        if scores is None:  # ranked by entropy itself: one sort gives the count and the tokens
+            return selection.entropy_bounded(view.entropy, view.candidates, self.options.gamma)
         count = selection.entropy_bounded_count(view.entropy, view.candidates, self.options.gamma)
         return selection.top_k(scores, view.candidates, count)
 

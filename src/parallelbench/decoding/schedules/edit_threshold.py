@@ -25,7 +25,7 @@ import torch
 
 from parallelbench.decoding import selection
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
-from parallelbench.decoding.view import Decision, StepView, row_max, rows_of
+from parallelbench.decoding.view import Decision, StepView, row_max_chunks, rows_of
 
 
 @dataclass
@@ -94,9 +94,15 @@ class EditThreshold(Strategy):
             if 0 <= view.mask_id < logits.shape[-1]:
                 mask_logit = logits[:, view.mask_id].clone()  # still part of the softmax's normaliser
                 logits[:, view.mask_id] = float("-inf")  # the mask token is never proposed
-            best_logit, best = row_max(logits)
+            best_logit, best, chunk_max = row_max_chunks(logits)
             lead = best_logit - logits.gather(-1, now.unsqueeze(-1)).squeeze(-1)
-            changed = ((best != now) & (lead > self.min_lead())).nonzero(as_tuple=True)[0]
+            possible = (best != now) & (lead > self.min_lead())
+            if chunk_max is not None and o.edit_threshold > 0.0:
+                # either rule needs p(top) > E, and p(top) <= 1 / (1 + sum of exp(m_c - top)) over the
+                # maxima m_c of the chunks other than the top's: distinct entries of the normaliser
+                rest = torch.exp(chunk_max - best_logit.unsqueeze(-1)).sum(dim=-1) - 1.0
+                possible = possible & (rest < (1.0 / o.edit_threshold - 1.0) * (1.0 + 1e-4))  # margin for rounding
+            changed = possible.nonzero(as_tuple=True)[0]
             if changed.numel():
                 # softmax mass relative to the top logit, in place on the gathered copy:
                 # p(top) = 1 / total, p(now) = exp(-lead) / total
