@@ -276,7 +276,7 @@ def test_mask_id_comes_from_the_tokenizer_when_the_config_has_none(ckpts, tmp_pa
     ("llada2", "score_function", "sqrtsoftplus", "score_function 'sqrtsoftplus' is not supported"),
     ("llada2", "router_dtype", "bf16", "router_dtype 'bf16' is not supported"),
     ("llada2", "norm_head", True, "norm_head=True is not supported"),
-    ("llada2", "use_sliding_window", True, "use_sliding_window=True is not supported"),
+    ("llada2", "use_sliding_window", True, "use_sliding_window=true is not supported"),
     ("llada2", "rotary_dim", 6, "rotary_dim=6 disagrees"),
     ("llada2", "topk_group", 9, "topk_group=9 exceeds n_group=4"),
     ("sdar", "hidden_act", "gelu", "hidden_act 'gelu' is not supported"),

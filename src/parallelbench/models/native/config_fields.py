@@ -46,3 +46,20 @@ class Fields:
     def divides(self, big: int, small: int, what: str) -> None:
         if big % small:
             raise self.bad(what)
+
+    def qwen_style(self, family: str, attention: str) -> None:
+        """The Qwen-lineage options the shared layers do not implement, refused by name.
+
+        `attention` says, for the message, what the family attends to instead of a window."""
+        act = str(self.config.get("hidden_act", "silu")).lower()
+        if act != "silu":
+            raise self.bad(f"hidden_act {act!r} is not supported natively ({family} uses 'silu')")
+        scaling = self.config.get("rope_scaling")
+        if scaling and str(scaling.get("rope_type", scaling.get("type", "default"))) != "default":
+            raise self.bad(f"rope_scaling {scaling!r} is not supported natively ({family} uses none)")
+        if self.config.get("use_sliding_window"):
+            raise self.bad(f"use_sliding_window=true is not supported natively ({family} attends to {attention})")
+
+    def optional_int(self, key: str) -> int | None:
+        """A positive integer when the config states one, else None."""
+        return None if self.config.get(key) is None else self.int(key)

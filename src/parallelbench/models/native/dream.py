@@ -32,14 +32,7 @@ def spec_from_config(config: dict[str, Any], path: Path | str) -> ArchSpec:
     kv = f.int("num_key_value_heads", default=heads)
     f.divides(hidden, heads, f"hidden_size={hidden} is not a multiple of num_attention_heads={heads}")
     f.divides(heads, kv, f"num_attention_heads={heads} is not a multiple of num_key_value_heads={kv}")
-    act = str(config.get("hidden_act", "silu")).lower()
-    if act != "silu":
-        raise f.bad(f"hidden_act {act!r} is not supported natively (Dream uses 'silu')")
-    scaling = config.get("rope_scaling")
-    if scaling and str(scaling.get("rope_type", scaling.get("type", "default"))) != "default":
-        raise f.bad(f"rope_scaling {scaling!r} is not supported natively (Dream uses none)")
-    if config.get("use_sliding_window"):
-        raise f.bad("use_sliding_window=true is not supported natively (Dream attends to the whole sequence)")
+    f.qwen_style("Dream", "the whole sequence")
     vocab = f.int("vocab_size")
     return ArchSpec(
         family="dream", hidden=hidden, heads=heads, kv_heads=kv, layers=f.int("num_hidden_layers"),

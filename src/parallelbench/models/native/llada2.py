@@ -52,16 +52,9 @@ def spec_from_config(config: dict[str, Any], path: Path | str) -> ArchSpec:
     else:
         f.divides(hidden, heads, f"hidden_size={hidden} is not a multiple of num_attention_heads={heads} (and no head_dim)")
         head_dim = hidden // heads
-    act = str(config.get("hidden_act", "silu")).lower()
-    if act != "silu":
-        raise f.bad(f"hidden_act {act!r} is not supported natively (LLaDA 2 uses 'silu')")
-    scaling = config.get("rope_scaling")
-    if scaling and str(scaling.get("rope_type", scaling.get("type", "default"))) != "default":
-        raise f.bad(f"rope_scaling {scaling!r} is not supported natively (LLaDA 2 uses none)")
-    for flag, why in (("use_sliding_window", "LLaDA 2 attends to every earlier block"),
-                      ("norm_head", "LLaDA 2's head is a plain linear layer")):
-        if config.get(flag):
-            raise f.bad(f"{flag}={config[flag]!r} is not supported natively ({why})")
+    f.qwen_style("LLaDA 2", "every earlier block")
+    if config.get("norm_head"):
+        raise f.bad(f"norm_head={config['norm_head']!r} is not supported natively (LLaDA 2's head is a plain linear layer)")
     if config.get("use_rmsnorm") is False:
         raise f.bad("use_rmsnorm=false is not supported natively (LLaDA 2 uses RMSNorm)")
     factor = config.get("partial_rotary_factor", 0.5)
@@ -131,9 +124,7 @@ def _moe_spec(config: dict[str, Any], f: Fields) -> MoESpec | None:
 
 def block_size(config: dict[str, Any], path: Path | str) -> int | None:
     """The config states no block size (LLaDA 2 trains and decodes with blocks of 32)."""
-    if config.get("block_size") is None:
-        return None
-    return Fields(config, path).int("block_size")
+    return Fields(config, path).optional_int("block_size")
 
 
 def default_block_length(config: dict[str, Any], path: Path | str) -> int:

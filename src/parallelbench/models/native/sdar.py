@@ -39,14 +39,7 @@ def spec_from_config(config: dict[str, Any], path: Path | str) -> ArchSpec:
     heads = f.int("num_attention_heads")
     kv = f.int("num_key_value_heads", default=heads)
     f.divides(heads, kv, f"num_attention_heads={heads} is not a multiple of num_key_value_heads={kv}")
-    act = str(config.get("hidden_act", "silu")).lower()
-    if act != "silu":
-        raise f.bad(f"hidden_act {act!r} is not supported natively (SDAR uses 'silu')")
-    scaling = config.get("rope_scaling")
-    if scaling and str(scaling.get("rope_type", scaling.get("type", "default"))) != "default":
-        raise f.bad(f"rope_scaling {scaling!r} is not supported natively (SDAR uses none)")
-    if config.get("use_sliding_window"):
-        raise f.bad("use_sliding_window=true is not supported natively (SDAR attends to every earlier block)")
+    f.qwen_style("SDAR", "every earlier block")
     block_size(config, path)  # a malformed block_size fails here, before any weight is read
     vocab = f.int("vocab_size")
     bias = f.bool("attention_bias", False)
@@ -61,9 +54,7 @@ def spec_from_config(config: dict[str, Any], path: Path | str) -> ArchSpec:
 
 def block_size(config: dict[str, Any], path: Path | str) -> int | None:
     """The trained block size the config states (`block_size`), else None."""
-    if config.get("block_size") is None:
-        return None
-    return Fields(config, path).int("block_size")
+    return Fields(config, path).optional_int("block_size")
 
 
 def default_block_length(config: dict[str, Any], path: Path | str) -> int:
