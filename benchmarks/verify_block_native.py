@@ -48,14 +48,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import verify_common as common  # noqa: E402
 
 OFFICIAL_FILES = {
     "sdar": ("sdar/modeling_sdar.py", "sdar/configuration_sdar.py", "sdar/generate.py"),
@@ -469,65 +469,23 @@ def official_dir_problem(folder: Path, families: list[str]) -> str | None:
 
 
 def run_driver(python: str, official: Path, work: Path, spec: dict[str, Any]) -> dict[str, Any]:
-    """Step (a): the official code builds checkpoints and references in a scratch venv."""
-    spec = {**spec, "official": str(official), "out": str(work)}
-    (work / "spec.json").write_text(json.dumps(spec))
-    driver = work / "driver.py"
-    driver.write_text(DRIVER)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env.update(TORCHDYNAMO_DISABLE="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1",
-               HF_MODULES_CACHE=str(work / "hf_modules"))
-    proc = subprocess.run([python, str(driver), str(work / "spec.json")], cwd=work, env=env,
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-        raise RuntimeError(f"the driver failed in {python} (exit {proc.returncode}):\n{tail}")
-    return json.loads((work / "reference.json").read_text())
+    return common.run_driver(python, official, work, spec, DRIVER,
+                             {"TORCHDYNAMO_DISABLE": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1",
+                                 "HF_MODULES_CACHE": str(work / "hf_modules")})
 
 
 # ----------------------------------------------------------------------------------------------
 # Step (b): our side
 # ----------------------------------------------------------------------------------------------
-@dataclass
-class Row:
-    checkpoint: str
-    check: str
-    value: float | str
-    limit: float | None = None
-    note: str = ""
-
-    @property
-    def ok(self) -> bool:
-        if self.limit is None:
-            return True
-        return isinstance(self.value, (int, float)) and math.isfinite(self.value) and self.value <= self.limit
+Row = common.Row
 
 
-@dataclass
-class Report:
-    rows: list[Row] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return all(r.ok for r in self.rows)
-
-    def table(self) -> str:
-        out = [f"{'checkpoint':22} {'check':66} {'value':>12} {'limit':>8}  ok"]
-        for r in self.rows:
-            value = f"{r.value:.3g}" if isinstance(r.value, float) else str(r.value)
-            limit = "" if r.limit is None else f"{r.limit:g}"
-            out.append(f"{r.checkpoint:22} {r.check:66} {value:>12} {limit:>8}  {'yes' if r.ok else 'NO'}"
-                       + (f"  ({r.note})" if r.note else ""))
-        return "\n".join(out + [f"note: {n}" for n in self.notes])
+def Report(**kwargs: Any) -> common.Report:
+    return common.Report(widths=(22, 66), **kwargs)
 
 
 def poison_code(folder: Path) -> list[str]:
-    names = []
-    for py in sorted(folder.glob("*.py")):
-        py.write_text(RAISING_PY)
-        names.append(py.name)
-    return names
+    return common.poison_code(folder, RAISING_PY)
 
 
 def _diff(a: Any, b: Any) -> float:

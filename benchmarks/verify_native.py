@@ -41,14 +41,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import verify_common as common  # noqa: E402
 
 # --official DIR: NVlabs/Fast-dLLM's tree (at least these files) plus ML-GSAI/LLaDA's generate.py at its root
 OFFICIAL_FILES = {
@@ -447,67 +447,23 @@ def official_dir_problem(folder: Path) -> str | None:
 
 
 def run_driver(python: str, official: Path, work: Path, spec: dict[str, Any]) -> dict[str, Any]:
-    """Step (a): the official code builds checkpoints and references in the scratch venv."""
-    spec = {**spec, "official": str(official), "out": str(work)}
-    (work / "spec.json").write_text(json.dumps(spec))
-    driver = work / "driver.py"
-    driver.write_text(DRIVER)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env["TORCHDYNAMO_DISABLE"] = "1"  # Fast-dLLM wraps LLaDA's attention in torch.compile: run it eagerly
-    env["TOKENIZERS_PARALLELISM"] = "false"
-    proc = subprocess.run([python, str(driver), str(work / "spec.json")], cwd=work, env=env,
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-        raise RuntimeError(f"the driver failed in {python} (exit {proc.returncode}):\n{tail}")
-    return json.loads((work / "reference.json").read_text())
+    return common.run_driver(python, official, work, spec, DRIVER,
+                             {"TORCHDYNAMO_DISABLE": "1",  # Fast-dLLM wraps LLaDA's attention in torch.compile: run it eagerly
+                                 "TOKENIZERS_PARALLELISM": "false"})
 
 
 # ----------------------------------------------------------------------------------------------
 # Step (b): our side
 # ----------------------------------------------------------------------------------------------
-@dataclass
-class Row:
-    checkpoint: str
-    check: str
-    value: float | str
-    limit: float | None = None
-    note: str = ""
-
-    @property
-    def ok(self) -> bool:
-        if self.limit is None:
-            return True
-        return isinstance(self.value, (int, float)) and math.isfinite(self.value) and self.value <= self.limit
+Row = common.Row
 
 
-@dataclass
-class Report:
-    rows: list[Row] = field(default_factory=list)
-    versions: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return all(r.ok for r in self.rows)
-
-    def table(self) -> str:
-        out = [f"{'checkpoint':16} {'check':58} {'value':>12} {'limit':>8}  ok"]
-        for r in self.rows:
-            value = f"{r.value:.3g}" if isinstance(r.value, float) else str(r.value)
-            limit = "" if r.limit is None else f"{r.limit:g}"
-            out.append(f"{r.checkpoint:16} {r.check:58} {value:>12} {limit:>8}  {'yes' if r.ok else 'NO'}"
-                       + (f"  ({r.note})" if r.note else ""))
-        return "\n".join(out + [f"note: {n}" for n in self.notes])
+def Report(**kwargs: Any) -> common.Report:
+    return common.Report(widths=(16, 58), **kwargs)
 
 
 def poison_code(folder: Path) -> list[str]:
-    """Replace every .py file of a checkpoint with one that raises on import."""
-    names = []
-    for py in sorted(folder.glob("*.py")):
-        py.write_text(RAISING_PY)
-        names.append(py.name)
-    return names
+    return common.poison_code(folder, RAISING_PY)
 
 
 def _align(ours: Any, ref: Any, family: str) -> tuple[Any, Any]:
