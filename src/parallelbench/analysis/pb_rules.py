@@ -140,17 +140,21 @@ def max_rule_table(frame: pd.DataFrame, thresholds: Sequence[float], *, pooled: 
     """The leaderboard table under the max rule: columns strategy, kind, one per threshold
     (NaN where no setting qualifies, `pb analyze`'s None), points; best first (NaN last).
     With `pooled`, one row per model instead: every setting of every strategy (kind "pooled")."""
-    names = [threshold_name(t) for t in thresholds]
     points = max_rule_points(frame)
-    rows = []
     if pooled:
         several = points["model"].nunique() > 1
         groups = [((f"{m}/{POOLED}" if several else POOLED), "pooled", g) for m, g in points.groupby("model", sort=True)]
     else:
         groups = [(label, str(g["strategy_kind"].iloc[0]), g) for label, g in points.groupby("label", sort=True)]
-    for label, kind, group in groups:
-        pairs = list(zip(group["tps"], group["accuracy"]))
-        row = {"strategy": label, "kind": kind, "points": len(group)}
+    return _max_table(((label, kind, list(zip(g["tps"], g["accuracy"]))) for label, kind, g in groups), thresholds)
+
+
+def _max_table(curves: Iterable[tuple[str, str, list[tuple[float, float]]]], thresholds: Sequence[float]) -> pd.DataFrame:
+    """One row per (strategy, kind, [(tps, accuracy %)]): PBx under the max rule, best first."""
+    names = [threshold_name(t) for t in thresholds]
+    rows = []
+    for strategy, kind, pairs in curves:
+        row = {"strategy": strategy, "kind": kind, "points": len(pairs)}
         for name, threshold in zip(names, thresholds):
             value = pb_max(pairs, threshold)
             row[name] = math.nan if value is None else value
@@ -165,16 +169,4 @@ def max_rule_table(frame: pd.DataFrame, thresholds: Sequence[float], *, pooled: 
 def max_rule_from_curves(curves: dict[str, tuple[str, list[tuple[float, float]]]], thresholds: Sequence[float]) -> pd.DataFrame:
     """The max rule on external curves ({strategy: (kind, [(tps, accuracy %)])}): their points are
     already task-averaged, so tokens per step is whatever the files give."""
-    names = [threshold_name(t) for t in thresholds]
-    rows = []
-    for strategy, (kind, points) in curves.items():
-        row = {"strategy": strategy, "kind": kind, "points": len(points)}
-        for name, threshold in zip(names, thresholds):
-            value = pb_max(points, threshold)
-            row[name] = math.nan if value is None else value
-        rows.append(row)
-    table = pd.DataFrame(rows, columns=["strategy", "kind", *names, "points"])
-    if len(table):
-        table = table.sort_values(names + ["strategy"], ascending=[False] * len(names) + [True],
-                                  na_position="last", kind="stable")
-    return table.reset_index(drop=True)
+    return _max_table(((strategy, kind, list(points)) for strategy, (kind, points) in curves.items()), thresholds)
