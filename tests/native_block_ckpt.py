@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from native_ckpt import WORDS, trap
+from native_ckpt import WORDS, save_tensors, trap
 
 SPECIALS = {
     "sdar": ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>", "<|MASK|>"],
@@ -151,8 +151,6 @@ def write_tokenizer(folder: Path, family: str) -> dict[str, int]:
 def write_checkpoint(folder: Path, family: str, *, seed: int = 0, shards: int = 1, dtype=torch.bfloat16,
                      **config_over) -> Path:
     """A complete tiny checkpoint of `family` ("sdar" or "llada2") in `folder`; returns the folder."""
-    from safetensors.torch import save_file
-
     folder.mkdir(parents=True, exist_ok=True)
     vocab = write_tokenizer(folder, family)
     n = len(vocab)
@@ -180,17 +178,7 @@ def write_checkpoint(folder: Path, family: str, *, seed: int = 0, shards: int = 
         else:
             t = torch.randn(shape, generator=gen) / math.sqrt(shape[-1])
         tensors[name] = t.to(dtype).contiguous()
-    names = sorted(tensors)
-    if shards <= 1:
-        save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    else:
-        weight_map = {}
-        for s in range(shards):
-            part = names[s::shards]
-            fname = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
-            save_file({k: tensors[k] for k in part}, str(folder / fname), metadata={"format": "pt"})
-            weight_map.update({k: fname for k in part})
-        (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    save_tensors(folder, tensors, shards)
     return folder
 
 

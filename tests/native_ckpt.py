@@ -148,8 +148,6 @@ def published_shapes(family: str, cfg: dict) -> dict[str, tuple[int, ...]]:
 def write_checkpoint(folder: Path, family: str, *, seed: int = 0, shards: int = 1, dtype=torch.bfloat16,
                      with_mask_token: bool = True, **config_over) -> Path:
     """A complete tiny checkpoint of `family` in `folder`; returns the folder."""
-    from safetensors.torch import save_file
-
     folder.mkdir(parents=True, exist_ok=True)
     vocab = write_tokenizer(folder, family, with_mask=with_mask_token)
     full_vocab = vocabulary(family)
@@ -169,18 +167,25 @@ def write_checkpoint(folder: Path, family: str, *, seed: int = 0, shards: int = 
             if "embed" in name or "wte" in name:
                 t = torch.randn(shape, generator=gen)
         tensors[name] = t.to(dtype).contiguous()
+    save_tensors(folder, tensors, shards)
+    return folder
+
+
+def save_tensors(folder: Path, tensors: dict[str, torch.Tensor], shards: int) -> None:
+    """model.safetensors, or `shards` files with the index transformers writes."""
+    from safetensors.torch import save_file
+
     names = sorted(tensors)
     if shards <= 1:
         save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    else:
-        weight_map = {}
-        for s in range(shards):
-            part = names[s::shards]
-            fname = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
-            save_file({k: tensors[k] for k in part}, str(folder / fname), metadata={"format": "pt"})
-            weight_map.update({k: fname for k in part})
-        (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
-    return folder
+        return
+    weight_map = {}
+    for s in range(shards):
+        part = names[s::shards]
+        fname = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        save_file({k: tensors[k] for k in part}, str(folder / fname), metadata={"format": "pt"})
+        weight_map.update({k: fname for k in part})
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
 
 
 # ---------------------------------------------------------------------- independent reference
