@@ -20,6 +20,7 @@ rides in its forward).
     python benchmarks/bench_strategies.py --quick               # seconds-long smoke run
     python benchmarks/bench_strategies.py --device cuda         # LLaDA-8B-shaped, 4 layers, bf16
     python benchmarks/bench_strategies.py --presets eb,wino --blocks 8
+    python benchmarks/bench_strategies.py --block-causal cache    # the block-causal path, exact KV cache
 """
 
 from __future__ import annotations
@@ -66,6 +67,75 @@ class StandIn(torch.nn.Module):
         return self.head(self.body(x, mask=mask, src_key_padding_mask=pad)) * 4.0
 
 
+class BlockCausalStandIn(torch.nn.Module):
+    """A random block-causal transformer (the BlockCausalModel contract, both paths): the same
+    sizes as StandIn, for the engine's block-causal path (absolute block grid, engine-built
+    attention bias, exact KV cache when cache_mode == "block")."""
+
+    block_causal = True
+    supports_attention_bias = True
+    supports_kv_cache = True
+    block_size = None
+
+    def __init__(self, vocab: int, dim: int, layers: int, heads: int, ff: int, cache_mode: str = "none",
+                 default_block_length: int = 32, seed: int = 0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.vocab_size, self.mask_id, self.eos_id = vocab, 0, 1
+        self.cache_mode, self.default_block_length, self.heads = cache_mode, default_block_length, heads
+        self.embed = torch.nn.Embedding(vocab, dim)
+        self.pos = torch.nn.Embedding(1024, dim)
+        self.qkv = torch.nn.ModuleList(torch.nn.Linear(dim, 3 * dim) for _ in range(layers))
+        self.out = torch.nn.ModuleList(torch.nn.Linear(dim, dim) for _ in range(layers))
+        self.mlp = torch.nn.ModuleList(
+            torch.nn.Sequential(torch.nn.Linear(dim, ff), torch.nn.ReLU(), torch.nn.Linear(ff, dim)) for _ in range(layers))
+        self.norms = torch.nn.ModuleList(torch.nn.LayerNorm(dim) for _ in range(2 * layers))
+        self.head = torch.nn.Linear(dim, vocab)
+        self.eval()
+
+    def _split(self, i, x):
+        b, n, d = x.shape
+        q, k, v = self.qkv[i](self.norms[2 * i](x)).chunk(3, dim=-1)
+        return [t.view(b, n, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v)]
+
+    def _finish(self, i, x, q, k, v, bias):
+        a = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias.unsqueeze(1).to(q.dtype))
+        x = x + self.out[i](a.transpose(1, 2).reshape(x.shape))
+        return x + self.mlp[i](self.norms[2 * i + 1](x))
+
+    def forward(self, canvas, *, attention_mask=None, rows=None, position_ids=None, attention_bias=None):
+        b, n = canvas.shape
+        if attention_mask is None:
+            attention_mask = torch.ones_like(canvas, dtype=torch.bool)
+        if position_ids is None:
+            position_ids = (attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)
+        if attention_bias is None:  # a plain call: bidirectional over the non-pad keys
+            see = attention_mask.unsqueeze(1) | torch.eye(n, dtype=torch.bool, device=canvas.device)
+            attention_bias = torch.zeros(see.shape, device=canvas.device).masked_fill_(~see, float("-inf"))
+        x = self.embed(canvas) + self.pos(position_ids)
+        for i in range(len(self.qkv)):
+            q, k, v = self._split(i, x)
+            x = self._finish(i, x, q, k, v, attention_bias)
+        return self.head(x) * 4.0
+
+    def new_kv_cache(self, batch, length):
+        d = self.embed.embedding_dim // self.heads
+        return [[torch.zeros(batch, self.heads, length, d), torch.zeros(batch, self.heads, length, d)]
+                for _ in range(len(self.qkv))]
+
+    def forward_cached(self, ids, *, kv, rows, start, position_ids, attention_bias, store=None):
+        x = self.embed(ids) + self.pos(position_ids)
+        for i, (keys, values) in enumerate(kv):
+            q, k, v = self._split(i, x)
+            x = self._finish(i, x, q, torch.cat([keys[rows, :, :start], k], 2), torch.cat([values[rows, :, :start], v], 2),
+                             attention_bias)
+            if store is not None and bool(store.any()):
+                r, j = store.nonzero(as_tuple=True)
+                keys[rows[r], :, start + j] = k[r, :, j]
+                values[rows[r], :, start + j] = v[r, :, j]
+        return self.head(x) * 4.0
+
+
 class Timed:
     """Forwards to a model and adds the time of every call to a shared counter."""
 
@@ -74,10 +144,22 @@ class Timed:
         self.mask_id, self.eos_id, self.vocab_size = net.mask_id, net.eos_id, net.vocab_size
         self.device = next(net.parameters()).device
         self.supports_attention_bias = getattr(net, "supports_attention_bias", False)
+        for name in ("block_causal", "block_size", "default_block_length", "cache_mode", "supports_kv_cache"):
+            if hasattr(net, name):
+                setattr(self, name, getattr(net, name))
+        if hasattr(net, "forward_cached"):
+            self.new_kv_cache = net.new_kv_cache
 
     def forward(self, canvas, *, attention_mask=None, rows=None, **bias):
         t0 = self.clock()
         out = self.net(canvas, attention_mask=attention_mask, rows=rows, **bias)
+        self.sync()
+        self.counter[0] += self.clock() - t0
+        return out
+
+    def forward_cached(self, ids, **kw):
+        t0 = self.clock()
+        out = self.net.forward_cached(ids, **kw)
         self.sync()
         self.counter[0] += self.clock() - t0
         return out
@@ -161,6 +243,9 @@ def main() -> None:
     ap.add_argument("--presets", help="comma-separated subset of the registered presets")
     ap.add_argument("--blocks", default="none,8", help="block lengths to run each preset with ('none' = one block)")
     ap.add_argument("--json", help="also write every row to this JSON file")
+    ap.add_argument("--block-causal", choices=("off", "nocache", "cache"), default="off",
+                    help="decode a block-causal stand-in of the same size (engine-built block attention; "
+                         "'cache' = the exact KV cache); strategies that refuse block-causal models are skipped")
     args = ap.parse_args()
 
     if args.device not in ("cpu", "cuda") and not args.device.startswith("cuda:"):
@@ -192,7 +277,13 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     dtype = torch.bfloat16 if gpu else torch.float32
-    model = StandIn(vocab, dim, layers, heads, ff).to(device=device, dtype=dtype)
+    if args.block_causal == "off":
+        model = StandIn(vocab, dim, layers, heads, ff).to(device=device, dtype=dtype)
+    else:
+        cache_mode = "block" if args.block_causal == "cache" else "none"
+        model = BlockCausalStandIn(vocab, dim, layers, heads, ff, cache_mode, default_block_length=args.gen).to(
+            device=device, dtype=dtype)
+        names = [n for n in names if build_strategy(n).supports_block_causal]
     verifier = StandIn(vocab, dim, 1, heads, ff, causal=True, seed=1).to(device=device, dtype=dtype)
     clock = time.perf_counter if gpu else time.process_time
     sync = torch.cuda.synchronize if gpu else (lambda: None)
@@ -202,6 +293,7 @@ def main() -> None:
         f"# {device.type}: stand-in d={dim} layers={layers} vocab={vocab} {str(dtype).replace('torch.', '')}; "
         f"batch {args.batch}, prompt {args.prompt}, gen {args.gen}; best of {args.repeats}; "
         f"clock: {'wall + synchronize' if gpu else 'process CPU time'}; torch threads {torch.get_num_threads()}"
+        + ("" if args.block_causal == "off" else f"; block-causal stand-in, {args.block_causal}")
     )
 
     rows = []
@@ -211,8 +303,10 @@ def main() -> None:
             for block in blocks:
                 strategy = build_strategy(name, block_length=block)
                 r = measure(model, verifier, prompts, args.gen, strategy, args.repeats, clock, sync)
-                bare = bare_steps(model, prompts, args.gen, r["rows_per_step"], args.repeats, clock, sync)
-                r.update(preset=name, block_length=block, per_step_vs_bare=r["total_s"] / bare, kind="greedy")
+                bare = (bare_steps(model, prompts, args.gen, r["rows_per_step"], args.repeats, clock, sync)
+                        if args.block_causal == "off" else float("nan"))
+                r.update(preset=name, block_length=block, per_step_vs_bare=r["total_s"] / bare, kind="greedy",
+                         block_causal=args.block_causal)
                 rows.append(r)
                 print(
                     f"{name:22s} {str(block or '-'):>6s} {r['nfe']:6.1f} {r['tokens_per_step']:8.2f} "
@@ -220,9 +314,10 @@ def main() -> None:
                     flush=True,
                 )
 
-        print("\n# per-step cost: whole decode / one bare forward of the canvas per step (same batch sizes)")
-        for r in rows:
-            print(f"{r['preset']:22s} {str(r['block_length'] or '-'):>6s} {r['per_step_vs_bare']:6.2f}x")
+        if args.block_causal == "off":
+            print("\n# per-step cost: whole decode / one bare forward of the canvas per step (same batch sizes)")
+            for r in rows:
+                print(f"{r['preset']:22s} {str(r['block_length'] or '-'):>6s} {r['per_step_vs_bare']:6.2f}x")
 
         print("\n# sampling (temperature 1.0) against greedy: whole decode time, best of the repeats")
         for name in [n for n in ("confidence-topk", "confidence-threshold", "eb", "klass") if n in names]:

@@ -9,60 +9,21 @@ model calls, and `rows=` tells the model which original row each line is.
 
 from __future__ import annotations
 
-import gc
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
 from parallelbench.decoding import blocks, sampling
+from parallelbench.decoding.block_causal import decode_block_causal
+from parallelbench.decoding.canvas import left_pad, make_template, model_device
+from parallelbench.decoding.collect import collect
 from parallelbench.decoding.result import DecodeResult
-from parallelbench.decoding.strategy import Strategy, as_strategy
+from parallelbench.decoding.strategy import Strategy, as_strategy, strategy_max_steps
 from parallelbench.decoding.view import StepView
+from parallelbench.models.protocols import is_block_causal
 
 if TYPE_CHECKING:
     from parallelbench.models.protocols import CausalModel, MaskedDiffusionModel
-
-
-def model_device(model: Any) -> torch.device:
-    dev = getattr(model, "device", None)
-    if dev is not None:
-        return torch.device(dev)
-    params = getattr(model, "parameters", None)
-    if callable(params):
-        for p in params():
-            return p.device
-    return torch.device("cpu")
-
-
-def left_pad(
-    prompts: "Sequence[Sequence[int]] | torch.Tensor", pad_id: int, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Ragged prompts -> (ids [B, P] left-padded with pad_id, attention mask [B, P])."""
-    if torch.is_tensor(prompts):
-        ids = prompts.to(device=device, dtype=torch.long)
-        if ids.dim() != 2:
-            raise ValueError(f"prompts tensor must be [B, P], got shape {tuple(ids.shape)}")
-        return ids, torch.ones_like(ids, dtype=torch.bool)
-    rows = [list(map(int, p)) for p in prompts]
-    width = max((len(r) for r in rows), default=0)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.bool)
-    for i, r in enumerate(rows):
-        if r:
-            ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
-            mask[i, width - len(r) :] = True
-    return ids.to(device), mask.to(device)
-
-
-def _template(template: Any, batch: int, gen_length: int, mask_id: int, device: torch.device) -> torch.Tensor:
-    if template is None:
-        return torch.full((batch, gen_length), mask_id, dtype=torch.long, device=device)
-    t = torch.as_tensor(template, dtype=torch.long, device=device)
-    if t.dim() == 1:
-        t = t.unsqueeze(0).expand(batch, -1)
-    if tuple(t.shape) != (batch, gen_length):
-        raise ValueError(f"template must be [B={batch}, gen_length={gen_length}] ids, got {tuple(t.shape)}")
-    return t.clone()
 
 
 def _eos_stop(gen: torch.Tensor, masked: torch.Tensor, eos_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -95,6 +56,8 @@ def decode(
     """
     strategy = as_strategy(strategy)
     strategy.validate(gen_length)
+    if is_block_causal(model):  # block-diffusion nets: blocks on each row's absolute grid
+        return decode_block_causal(model, prompts, gen_length, strategy, template, seed, return_history, verifier)
     device = model_device(model)
     mask_id, eos_id = int(model.mask_id), int(model.eos_id)
     prompt_ids, prompt_mask = left_pad(prompts, int(getattr(model, "pad_id", eos_id)), device)
@@ -102,7 +65,7 @@ def decode(
     if n_rows == 0:
         return []
 
-    gen = _template(template, n_rows, g_len, mask_id, device)
+    gen = make_template(template, n_rows, g_len, mask_id, device)
     editable = gen == mask_id
     canvas = torch.cat([prompt_ids, gen], dim=1)
     attention = torch.cat([prompt_mask, torch.ones_like(gen, dtype=torch.bool)], dim=1)
@@ -117,6 +80,8 @@ def decode(
     block_of = blocks.block_of_positions(g_len, block_length, device)
     prev_block = torch.full((n_rows,), -1, dtype=torch.long, device=device)
     block_step = torch.zeros(n_rows, dtype=torch.long, device=device)
+    held: torch.Tensor | None = None  # [b] rows whose strategy keeps their block active (Decision.hold)
+    held_block = prev_block
     state = strategy.init_state(n_rows, g_len, device)
     focus_kind = getattr(strategy, "focus", "all")
     if focus_kind not in ("all", "masked", "candidates"):
@@ -147,19 +112,27 @@ def decode(
 
     # Rows already complete (a template with no masks) cost nothing.
     done = ~masked.any(dim=1)
-    if bool(done.any()):
+    n_done = int(done.sum())
+    if n_done:
         finish(done, -1)
-    keep = ~done
+    n_live = n_rows - n_done
+    single = num_blocks == 1  # one block: every row is in block 0 and has spent t steps there
+    zeros: torch.Tensor | None = None
+    temperature = float(strategy.options.temperature)
     t = 0
-    while bool(keep.any()):
-        if not bool(keep.all()):
+    while n_live:
+        if n_done:
+            keep = ~done
             canvas, attention, masked, editable = canvas[keep], attention[keep], masked[keep], editable[keep]
             order, commit_conf, remasks, rows = order[keep], commit_conf[keep], remasks[keep], rows[keep]
             prev_block, block_step = prev_block[keep], block_step[keep]
             rng_keys = rng_keys[keep]
+            if held is not None:
+                held, held_block = held[keep], held_block[keep]
             for key, val in list(state.items()):
                 if torch.is_tensor(val) and val.dim() > 0 and val.shape[0] == keep.shape[0]:
                     state[key] = val[keep]
+            zeros = None
         if t >= max_steps:
             raise RuntimeError(
                 f"strategy {strategy.name!r} did not finish {len(rows)} row(s) within {max_steps} steps; "
@@ -169,9 +142,17 @@ def decode(
         logits, aux = strategy.forward(model, canvas, attention, rows, state, p_len)
         gen_logits = logits[:, p_len:, :]  # the view never proposes the mask token itself
         gen = canvas[:, p_len:]
-        block = blocks.active_block(masked, block_of, num_blocks)
-        block_step = torch.where(block == prev_block, block_step + 1, torch.zeros_like(block_step))
-        prev_block = block
+        step = torch.full_like(rows, t)
+        if single and held is None:
+            if zeros is None:
+                zeros = torch.zeros_like(rows)
+            block, block_step, prev_block = zeros, step, zeros
+        else:
+            block = blocks.active_block(masked, block_of, num_blocks)
+            if held is not None:  # blocks kept active after their last mask (edit-only steps)
+                block = torch.where(held, held_block, block)
+            block_step = torch.where(block == prev_block, block_step + 1, torch.zeros_like(block_step))
+            prev_block = block
         view = StepView(
             logits=gen_logits,
             canvas=gen,
@@ -180,11 +161,11 @@ def decode(
             block_of=block_of,
             block=block,
             block_step=block_step,
-            step=torch.full_like(rows, t),
+            step=step,
             rows=rows,
             rng_keys=rng_keys,
             t=t,
-            temperature=float(strategy.options.temperature),
+            temperature=temperature,
             mask_id=mask_id,
             eos_id=eos_id,
             num_blocks=num_blocks,
@@ -193,11 +174,16 @@ def decode(
             state=state,
             aux={**context, **aux, "canvas": canvas, "attention_mask": attention},
         )
+        if single and held is None:
+            view.__dict__["candidates"] = masked  # the whole region is the active block
         if focus_kind != "all":  # compute per-position quantities only where the strategy reads them
             view.focus = view.candidates if focus_kind == "candidates" else masked
+            view.focus_masked = True
         decision = strategy.step(view)
 
         commit = decision.commit & masked
+        if view.focus is not None and "_where" not in view.__dict__:
+            view.focus = commit  # the rule read no per-position quantity: x0 / confidence only where it commits
         tokens = view.x0 if decision.tokens is None else decision.tokens
         conf = view.confidence if decision.confidence is None else decision.confidence
         new_gen = torch.where(commit, tokens, gen)
@@ -205,7 +191,7 @@ def decode(
             edit = decision.edit & ~masked & editable
             new_gen = torch.where(edit, tokens, new_gen)
             order = torch.where(edit, t, order)
-        masked = masked & ~commit
+        masked = masked ^ commit  # commit is a subset of masked
         order = torch.where(commit, t, order)
         commit_conf = torch.where(commit, conf.float(), commit_conf)
         net = commit.sum(dim=1)
@@ -217,75 +203,31 @@ def decode(
             n_remask = remask.sum(dim=1)
             remasks = remasks + n_remask
             net = net - n_remask
-        done = ~masked.any(dim=1)
+        going = masked.any(dim=1)
+        if decision.hold is not None:
+            held, held_block = decision.hold.to(device=device, dtype=torch.bool), block
+            going = going | held
+        else:
+            held = None
         if strategy.options.stop_at_eos:
             stop, first = _eos_stop(new_gen, masked, eos_id)
             after = torch.arange(g_len, device=device).unsqueeze(0) > first.unsqueeze(1)
             fill = stop.unsqueeze(1) & after
             new_gen = torch.where(fill, eos_id, new_gen)
             masked = masked & ~fill
-            done = done | stop
+            going = going & ~stop
         canvas = torch.cat([canvas[:, :p_len], new_gen], dim=1)  # a fresh tensor: models may keep the last one
         tps_chunks.append((rows, net))
         if return_history:
             history.append((rows, new_gen.clone()))
-        if bool(done.any()):
+        done = ~going
+        n_done = int(done.sum())
+        if n_done:
             finish(done, t)
-        keep = ~done
+            n_live -= n_done
         t += 1
 
-    return _collect(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_chunks, history, return_history)
+    return collect(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_chunks, history, return_history)
 
 
-def strategy_max_steps(strategy: Strategy, gen_length: int) -> int:
-    custom = getattr(strategy, "max_steps", None)
-    return int(custom(gen_length)) if callable(custom) else 8 * gen_length + 64
-
-
-def _collect(*args):
-    """Per-row results; the cyclic GC is paused while thousands of small lists are built
-    (it would otherwise rescan them over and over for no garbage)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _collect_rows(*args)
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _collect_rows(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_chunks, history, return_history):
-    """Per-row results from the batch tensors (rows take part in a prefix of the steps)."""
-    n_rows = out_tokens.shape[0]
-    tps = torch.zeros((n_rows, max(len(tps_chunks), 1)), dtype=torch.long)
-    for t, (rows, net) in enumerate(tps_chunks):
-        tps[rows.cpu(), t] = net.cpu()
-    nfe = out_nfe.tolist()
-    tps_rows = [row[:n] for row, n in zip(tps.tolist(), nfe)]
-    hist_rows: list[list[list[int]]] | None = None
-    if return_history:
-        hist_rows = [[] for _ in range(n_rows)]
-        for rows, snap in history:
-            for r, line in zip(rows.tolist(), snap.tolist()):
-                hist_rows[r].append(line)
-    tokens, order = out_tokens.tolist(), out_order.tolist()
-    committed = (out_order >= 0).sum(dim=1).tolist()
-    remasks = out_remasks.tolist()
-    extras = {k: v.tolist() for k, v in out_extra.items()}
-    results = []
-    for i in range(n_rows):
-        extra: dict[str, Any] = {k: v[i] for k, v in extras.items()} if extras else {}
-        if remasks[i]:
-            extra["remasked"] = remasks[i]
-        results.append(
-            DecodeResult(
-                tokens=tokens[i],
-                nfe=nfe[i],
-                tokens_per_step=tps_rows[i],
-                order=order[i],
-                num_committed=committed[i],
-                history=hist_rows[i] if hist_rows is not None else None,
-                extra=extra,
-            )
-        )
-    return results
+__all__ = ["decode", "left_pad", "model_device"]

@@ -93,12 +93,14 @@ class EntropyTopK(TopKStrategy):
 
 @dataclass
 class ThresholdOptions(DecodeOptions):
-    threshold: float = 0.9  # commit tokens with confidence > threshold (top-1 if none)
+    threshold: float = 0.9  # commit tokens with confidence > threshold
+    min_k: int = 1  # ... but at least this many per step, the most confident first (SDAR / LLaDA2 with steps < block)
 
 
 @register_strategy("confidence-threshold")
 class ConfidenceThreshold(Strategy):
-    """Fast-dLLM threshold: every candidate with confidence above gamma, else the single best."""
+    """Fast-dLLM threshold: every candidate with confidence above gamma, but at least the
+    `min_k` most confident (the single best by default)."""
 
     Options = ThresholdOptions
     reads_decision_confidence = True
@@ -108,10 +110,16 @@ class ConfidenceThreshold(Strategy):
         super().check_options()
         if not 0.0 < self.options.threshold <= 1.0:
             raise option_error("threshold", self.options.threshold, "(0, 1]")
+        if self.options.min_k < 1:
+            raise option_error("min_k", self.options.min_k, "an integer >= 1 (tokens committed at least per step)")
 
     def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
         # decide on the noise-free confidence, break fallback ties by the (noisy) scores
-        return selection.threshold(view.decision_confidence, view.candidates, self.options.threshold, scores)
+        if self.options.min_k == 1:
+            return selection.threshold(view.decision_confidence, view.candidates, self.options.threshold, scores)
+        return selection.threshold_at_least(
+            view.decision_confidence, view.candidates, self.options.threshold, self.options.min_k, scores
+        )
 
 
 @dataclass
@@ -158,10 +166,12 @@ class EntropyBounded(Strategy):
         if self.options.order not in self.ORDERS:
             raise option_error("order", self.options.order, " | ".join(self.ORDERS))
 
-    def score(self, view: StepView) -> torch.Tensor:
-        return SCORERS[self.options.order](view)
+    def score(self, view: StepView) -> torch.Tensor | None:
+        return None if self.options.order == "entropy" else SCORERS[self.options.order](view)
 
-    def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
+    def select(self, view: StepView, scores: torch.Tensor | None) -> torch.Tensor:
+        if scores is None:  # ranked by entropy itself: one sort gives the count and the tokens
+            return selection.entropy_bounded(view.entropy, view.candidates, self.options.gamma)
         count = selection.entropy_bounded_count(view.entropy, view.candidates, self.options.gamma)
         return selection.top_k(scores, view.candidates, count)
 

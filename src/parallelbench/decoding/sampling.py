@@ -64,6 +64,13 @@ def uniform(keys: torch.Tensor, step: int, draw: int, shape: tuple[int, ...]) ->
     return out.view(b, *shape)
 
 
+def keys_at_step(keys: torch.Tensor, own_steps: torch.Tensor, step: int) -> torch.Tensor:
+    """Keys whose draws at step `step` are those of `keys` at each row's own step `own_steps` [b]:
+    for loops where rows sit some steps out (block-causal decoding), so a row's randomness still
+    depends only on its key and its own step count, not on the rows beside it."""
+    return keys + (own_steps.to(torch.long) - int(step)) * _signed(0x632BE59BD9B4E019)
+
+
 def uniform_at(keys: torch.Tensor, step: int, draw: int, index: torch.Tensor) -> torch.Tensor:
     """[N, K] uniforms equal to uniform(...)[row, element] at the flat element indices `index`
     ([N, K] int64) of the rows whose keys are `keys` ([N]): the same stream, hashed only

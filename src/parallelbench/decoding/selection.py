@@ -44,6 +44,19 @@ def threshold(
     return with_fallback(chosen, confidence if scores is None else scores, candidates)
 
 
+def threshold_at_least(
+    confidence: torch.Tensor, candidates: torch.Tensor, gamma: float, at_least: int, scores: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Candidates with confidence strictly above gamma, but at least the `at_least` best by
+    `scores` (default: confidence) when fewer pass: SDAR's / LLaDA2's dynamic rule."""
+    chosen = candidates & (confidence > gamma)
+    short = chosen.sum(dim=1) < at_least
+    if bool(short.any()):
+        best = top_k(confidence if scores is None else scores, candidates, at_least)
+        chosen = torch.where(short.unsqueeze(1), chosen | best, chosen)
+    return chosen
+
+
 def sorted_candidates(values: torch.Tensor, candidates: torch.Tensor, descending: bool):
     """Values of each row's candidates sorted, plus a validity mask for the sorted slots."""
     fill = NEG_INF if descending else float("inf")
@@ -89,9 +102,21 @@ def entropy_bounded_count(entropy: torch.Tensor, candidates: torch.Tensor, gamma
 def entropy_bounded(
     entropy: torch.Tensor, candidates: torch.Tensor, gamma: float, scores: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Commit that many tokens; ranked by `scores` (default: lowest entropy first)."""
-    count = entropy_bounded_count(entropy, candidates, gamma)
-    return top_k(-entropy if scores is None else scores, candidates, count)
+    """Commit that many tokens; ranked by `scores` (default: lowest entropy first).
+
+    Ranked by entropy, the tokens are the first `count` of the very sort that finds the count
+    (ascending, stable: the same order as top_k on -entropy), so no second sort is needed."""
+    if scores is not None:
+        return top_k(scores, candidates, entropy_bounded_count(entropy, candidates, gamma))
+    v = entropy.double().masked_fill(~candidates, float("inf"))
+    h, order = torch.sort(v, dim=1, stable=True)
+    slots = torch.arange(v.shape[1], device=v.device).unsqueeze(0)
+    valid = slots < candidates.sum(dim=1, keepdim=True)
+    h = h.masked_fill(~valid, 0.0)
+    before = torch.cumsum(h, dim=1)
+    before = torch.cat([torch.zeros_like(before[:, :1]), before[:, :-1]], dim=1)  # entropies before each slot
+    count = prefix_count(before <= gamma, valid)
+    return torch.zeros_like(candidates).scatter_(1, order, slots < count.unsqueeze(1)) & candidates
 
 
 def steps_schedule_k(remaining: torch.Tensor, steps_left: torch.Tensor) -> torch.Tensor:

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import torch
 
 from parallelbench.decoding import scores as scores_mod
+from parallelbench.decoding.block_grid import block_length_for
 from parallelbench.decoding.view import Decision, StepView
+from parallelbench.models.protocols import is_block_causal
 
 if TYPE_CHECKING:
     from parallelbench.models.protocols import MaskedDiffusionModel
@@ -110,6 +112,9 @@ class Strategy:
     # block's masked positions: all a step can commit), "masked" (every masked position), or
     # "all" (every position, settled ones included). Off focus they read as 0 (x0: the canvas).
     focus: ClassVar[Focus] = "all"
+    #: False for strategies that cannot run on a block-causal model (they draft or verify across
+    #: the whole canvas); `check_model` then refuses such a model in one line.
+    supports_block_causal: ClassVar[bool] = True
 
     def __init__(self, **params: Any) -> None:
         fields = {f.name: f for f in dataclasses.fields(self.Options)}
@@ -159,7 +164,9 @@ class Strategy:
     def check_model(self, model: Any) -> None:
         """Raise ValueError, one line naming the capability and the fix, if `model` (the
         MaskedDiffusionModel) lacks something these options need. The runner calls it for
-        every configuration before any decoding; strategies with needs call it from `begin`."""
+        every configuration before any decoding; strategies with needs call it from `begin`.
+        Subclasses that override it call `super().check_model(model)` (block-causal checks)."""
+        check_block_causal(self, model)
 
     def init_state(self, batch_size: int, gen_length: int, device: torch.device) -> dict[str, torch.Tensor]:
         """Per-row tensors (dim 0 = row) the engine keeps aligned when rows finish."""
@@ -194,6 +201,32 @@ class Strategy:
 
     def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError(f"{type(self).__name__} must override select() or step()")
+
+
+def check_block_causal(strategy: Strategy, model: Any) -> int | None:
+    """For a block-causal model: the block length this strategy decodes it with, after refusing
+    (one ValueError line) a block length that does not suit the model or a strategy that cannot
+    run block-causally; None for any other model."""
+    if not is_block_causal(model):
+        return None
+    name = getattr(strategy, "name", type(strategy).__name__)
+    if not getattr(strategy, "supports_block_causal", True):
+        raise ValueError(
+            f"strategy {name!r} cannot decode the block-causal model {type(model).__name__} (it works across the "
+            "whole canvas, not one block at a time); use a block-wise strategy such as confidence-threshold"
+        )
+    if type(strategy).forward is not Strategy.forward:
+        raise ValueError(
+            f"strategy {name!r} makes its own model calls (it overrides forward), which cannot carry the "
+            f"block-causal layout of {type(model).__name__}; use a strategy that lets the engine call the model"
+        )
+    return block_length_for(model, strategy.options.block_length)
+
+
+def strategy_max_steps(strategy: Strategy, gen_length: int) -> int:
+    """Steps after which a decode is stopped as stuck (the strategy's `max_steps` when it has one)."""
+    custom = getattr(strategy, "max_steps", None)
+    return int(custom(gen_length)) if callable(custom) else 8 * gen_length + 64
 
 
 # ---------------------------------------------------------------------- registry

@@ -47,17 +47,54 @@ def row_max(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return values, block * chunk + inner
 
 
-def entropy_of(logits: torch.Tensor, probs: torch.Tensor, top: torch.Tensor) -> torch.Tensor:
+def row_max_chunks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """row_max's (values, indices), plus the maxima of the row's chunks ([N, chunks], None when
+    row_max does not use chunks): one element per chunk, so the winner's chunk aside they are
+    distinct entries other than the maximum (for lower bounds on the rest of a softmax)."""
+    n, v = x.shape
+    chunk = next((c for c in (128, 64, 32) if v % c == 0 and v >= 4 * c), None)
+    if chunk is None or n == 0 or x.device.type != "cpu":
+        values, indices = row_max(x)
+        return values, indices, None
+    blocks = x.view(n, v // chunk, chunk) if x.is_contiguous() else x.reshape(n, v // chunk, chunk)
+    chunk_max = blocks.amax(dim=-1)
+    values, block = chunk_max.max(dim=-1)
+    inner = blocks[torch.arange(n, device=x.device), block].argmax(dim=-1)
+    return values, block * chunk + inner, chunk_max
+
+
+def row_top2(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """(values, indices, second values) of each row of [N, V]: row_max's maximum and index, and
+    the largest entry once that index is set aside (equal to the maximum on a tie). One pass
+    over x (the chunk maxima), without the copy `clone + scatter + amax` needs; None where
+    row_max would not use chunks (then do it the plain way)."""
+    n, v = x.shape
+    chunk = next((c for c in (128, 64, 32) if v % c == 0 and v >= 4 * c), None)
+    if chunk is None or n == 0 or x.device.type != "cpu":
+        return None
+    blocks = x.view(n, v // chunk, chunk) if x.is_contiguous() else x.reshape(n, v // chunk, chunk)
+    chunk_max = blocks.amax(dim=-1)
+    values, block = chunk_max.max(dim=-1)
+    winner = blocks[torch.arange(n, device=x.device), block]  # [N, chunk], a copy
+    inner = winner.argmax(dim=-1, keepdim=True)
+    rest_of_winner = winner.scatter_(1, inner, float("-inf")).amax(dim=-1, keepdim=True)
+    second = chunk_max.scatter_(1, block.unsqueeze(1), rest_of_winner).amax(dim=-1)
+    return values, block * chunk + inner.squeeze(1), second
+
+
+def entropy_of(logits: torch.Tensor, probs: torch.Tensor, top: torch.Tensor, top_logit: torch.Tensor | None = None) -> torch.Tensor:
     """[N] -sum_i p_i ln p_i for probs = softmax(logits) with some entries zeroed (the mask token);
     `top` [N] is the largest entry of the softmax before zeroing, i.e. 1 / S with
-    S = sum_i exp(z_i - m) and m the largest logit.
+    S = sum_i exp(z_i - m) and m the largest logit (`top_logit`, when the caller has it).
 
     ln p_i = (z_i - m) - ln S, so the entropy is sum_i p_i (m - z_i) + ln S * sum_i p_i: terms
     that are never negative (no cancellation), computed with vectorised max / multiply / sum
-    instead of the element-wise `entr` (several times slower on the CPU); equal to float rounding."""
-    weighted = torch.sub(logits.amax(dim=-1, keepdim=True), logits)  # one [N, V] temporary, reused in place
-    weighted.clamp_(max=1e30).mul_(probs)  # finite where a logit is -inf (p = 0 there, so the term is 0)
-    return weighted.sum(dim=-1) - top.log() * probs.sum(dim=-1)
+    instead of the element-wise `entr` (several times slower on the CPU); equal to float rounding.
+    Where a logit is -inf its probability is 0 and the term p (m - z) is 0 * inf = NaN: nansum
+    drops it (the same sum as with the term at 0)."""
+    m = logits.amax(dim=-1, keepdim=True) if top_logit is None else top_logit.unsqueeze(-1)
+    weighted = torch.sub(m, logits)  # one [N, V] temporary, reused in place
+    return weighted.mul_(probs).nansum(dim=-1) - top.log() * probs.sum(dim=-1)
 
 
 @dataclass
@@ -69,6 +106,7 @@ class Decision:
     remask: torch.Tensor | None = None  # [b, G] bool, a subset of the committed positions
     edit: torch.Tensor | None = None  # [b, G] bool: committed positions rewritten in place to `tokens`
     confidence: torch.Tensor | None = None  # [b, G] recorded for committed positions (default: view.confidence)
+    hold: torch.Tensor | None = None  # [b] bool: the row's active block stays active next step, even with no mask left
 
 
 @dataclass(eq=False)
@@ -93,6 +131,7 @@ class StepView:
     state: dict[str, Any] = field(default_factory=dict)  # the strategy's per-row tensors
     aux: dict[str, Any] = field(default_factory=dict)  # what the strategy's forward returned besides logits
     focus: torch.Tensor | None = None  # [b, G] where x0 / confidence / margin / entropy are computed (None = all)
+    focus_masked: bool = False  # every focus position is masked (the engine's "candidates" / "masked" focus)
 
     @property
     def batch_size(self) -> int:
@@ -187,6 +226,18 @@ class StepView:
         return self.masked[r, p]
 
     @cached_property
+    def _flat_top2(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(top-1 value, its index, top-2 value) of the focus probabilities."""
+        found = row_top2(self._flat_probs)
+        if found is None:
+            value, index = self._flat_top1
+            rest = self._flat_probs.clone()
+            rest.scatter_(1, index.unsqueeze(1), float("-inf"))
+            return value, index, rest.amax(dim=-1)
+        self.__dict__.setdefault("_flat_top1", found[:2])
+        return found
+
+    @cached_property
     def _flat_canvas(self) -> torch.Tensor:
         r, p = self._where
         return self.canvas[r, p]
@@ -213,6 +264,8 @@ class StepView:
 
     @cached_property
     def _flat_x0(self) -> torch.Tensor:
+        if self.focus_masked:
+            return self._flat_drawn
         return torch.where(self._flat_masked, self._flat_drawn, self._flat_canvas)
 
     def _flat_token_prob(self, tokens: torch.Tensor) -> torch.Tensor:
@@ -262,7 +315,9 @@ class StepView:
                 return torch.where(self.masked, self._top1[0], self.token_prob(self.canvas))
             return self.token_prob(self.x0)
         if self.temperature <= 0:
-            flat = torch.where(self._flat_masked, self._flat_top1[0], self._flat_token_prob(self._flat_canvas))
+            flat = self._flat_top1[0]
+            if not self.focus_masked:
+                flat = torch.where(self._flat_masked, flat, self._flat_token_prob(self._flat_canvas))
         else:
             flat = self._flat_token_prob(self._flat_x0)
         return self._spread(flat, 0.0)
@@ -284,10 +339,8 @@ class StepView:
             top2 = self.probs.topk(2, dim=-1).values
             return top2[..., 0] - top2[..., 1]
         # the top-1 entry set aside, the largest left is the second (equal to it on a tie)
-        value, index = self._flat_top1
-        rest = self._flat_probs.clone()
-        rest.scatter_(1, index.unsqueeze(1), float("-inf"))
-        return self._spread(value - rest.amax(dim=-1), 0.0)
+        value, _, second = self._flat_top2
+        return self._spread(value - second, 0.0)
 
     @cached_property
     def entropy(self) -> torch.Tensor:
@@ -295,8 +348,15 @@ class StepView:
         if self.focus is None:
             return torch.special.entr(self.probs).sum(dim=-1)  # -sum p ln p, with 0 ln 0 = 0
         probs, mask_p = self._flat_softmax
-        top = probs.amax(dim=-1) if mask_p is None else torch.maximum(probs.amax(dim=-1), mask_p)
-        return self._spread(entropy_of(self._flat_logits, probs, top), 0.0)
+        value, index = self._flat_top1  # the largest entry besides the mask token, and where it is
+        logits = self._flat_logits
+        top_logit = logits.gather(-1, index.unsqueeze(-1)).squeeze(-1)
+        if mask_p is None:
+            top = value
+        else:  # the mask token may hold the largest logit
+            top = torch.maximum(value, mask_p)
+            top_logit = torch.maximum(top_logit, logits[:, self.mask_id])
+        return self._spread(entropy_of(logits, probs, top, top_logit), 0.0)
 
     def uniform(self, shape: tuple[int, ...]) -> torch.Tensor:
         """[b, *shape] uniforms in (0, 1) from each row's own stream (a fresh draw per call)."""

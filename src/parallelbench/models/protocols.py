@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["CausalModel", "MaskedDiffusionModel", "supports_attention_bias"]
+__all__ = [
+    "BlockCausalModel",
+    "CausalModel",
+    "MaskedDiffusionModel",
+    "is_block_causal",
+    "supports_attention_bias",
+    "uses_block_cache",
+]
 
 
 @runtime_checkable
@@ -50,6 +57,87 @@ class MaskedDiffusionModel(Protocol):
 def supports_attention_bias(model: object) -> bool:
     """Whether `model.forward` takes `position_ids` and `attention_bias` (see MaskedDiffusionModel)."""
     return getattr(model, "supports_attention_bias", False) is True
+
+
+@runtime_checkable
+class BlockCausalModel(MaskedDiffusionModel, Protocol):
+    """A block-diffusion network (SDAR / TraDo, LLaDA 2.x): bidirectional attention inside a
+    block, causal across blocks. `block_causal = True` (class or instance attribute) tells
+    `decode()` to lay out the blocks and the attention itself; nothing is set on the net first.
+
+    Blocks live on each row's absolute position grid: position p (0 = the row's first real
+    prompt token) is in block p // block_length; the first generation block is the partial
+    block holding the prompt's tail, and each row's generation region is rounded up to a block
+    boundary (the extra slots are decoded and count as steps; `gen_length` tokens come back).
+
+    - `block_size`: the block granularity the checkpoint requires (from its config; None when
+      the config states none). `decode()` refuses, in one line before any model call, a
+      strategy `block_length` that is not a positive multiple of it.
+    - `default_block_length`: the block length `decode()` uses when the strategy sets none.
+    - `cache_mode`: "none" or "block" (the `cache=` model option). "block" asks `decode()` to
+      drive the exact KV cache below (`new_kv_cache` / `forward_cached`); a net that cannot do
+      it must not accept cache=block.
+
+    `forward(canvas, *, attention_mask=None, rows=None, position_ids=None, attention_bias=None)`:
+    given `position_ids` [B, L] and `attention_bias` [B, L, L] (float, added to every head's
+    scores, query index first; 0 = attend, -inf = blocked), the net applies them AS GIVEN
+    (rotary positions from position_ids, no masking of its own on top). Logits at index i are
+    the prediction for canvas position i (no shift). Without them (a plain call) it uses its
+    own default: positions from attention_mask (left padding), full bidirectional attention
+    over non-pad keys. The engine always gives both for block-causal decodes: query i sees
+    key j iff j is a real (non-pad, on-grid) position and block(j) <= block(i).
+    """
+
+    block_causal: bool
+    block_size: "int | None"
+    default_block_length: int
+    cache_mode: str
+
+    def forward(
+        self,
+        canvas: "torch.Tensor",
+        *,
+        attention_mask: "torch.Tensor | None" = None,
+        rows: "torch.Tensor | None" = None,
+        position_ids: "torch.Tensor | None" = None,  # LongTensor [B, L]
+        attention_bias: "torch.Tensor | None" = None,  # float [B, L, L]
+    ) -> "torch.Tensor":  # [B, L, V]
+        ...
+
+    def new_kv_cache(self, batch: int, length: int) -> object:
+        """(cache_mode "block", with `supports_kv_cache = True`) Opaque per-layer key/value buffers
+        for `batch` ORIGINAL rows x `length` canvas columns."""
+        ...
+
+    def forward_cached(
+        self,
+        ids: "torch.Tensor",  # LongTensor [b, W]: canvas columns [start, start + W) of rows `rows`
+        *,
+        kv: object,
+        rows: "torch.Tensor",  # LongTensor [b]: indices into kv's batch (finished rows dropped)
+        start: int,
+        position_ids: "torch.Tensor",  # LongTensor [b, W]
+        attention_bias: "torch.Tensor",  # float [b, W, start + W]
+        store: "torch.Tensor | None" = None,  # BoolTensor [b, W]
+    ) -> "torch.Tensor":  # [b, W, V] logits of the window
+        """The window's queries see kv's stored keys/values of columns [0, start) of each row,
+        then the window's own fresh ones; `attention_bias` is added over exactly that key axis
+        (columns never stored hold garbage: the engine's bias masks them). Afterwards the
+        keys/values of window positions where `store` is True are written into kv at their
+        columns (every layer, each row). Tokens must equal the uncached path's: under
+        block-causal attention a finished block's keys/values depend only on it and earlier
+        blocks, so reusing them is exact."""
+        ...
+
+
+def is_block_causal(model: object) -> bool:
+    """Whether `decode()` drives `model` as a block-diffusion net (see BlockCausalModel)."""
+    return getattr(model, "block_causal", False) is True
+
+
+def uses_block_cache(model: object) -> bool:
+    """Whether a block-causal net asks for the exact KV cache across blocks."""
+    return is_block_causal(model) and getattr(model, "cache_mode", "none") == "block"
 
 
 @runtime_checkable

@@ -42,6 +42,7 @@ def load_verifier(path: str) -> Any:
 @register_strategy("apd")
 class AdaptiveParallelDecoding(Strategy):
     Options = ApdOptions
+    supports_block_causal = False  # drafts left to right across blocks with a causal verifier
     focus = "candidates"
 
     def __init__(self, **params: Any) -> None:

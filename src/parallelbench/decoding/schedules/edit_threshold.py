@@ -3,12 +3,17 @@
 Each step does two things with the same model call:
 - mask to token (M2T): candidates whose confidence exceeds `threshold` are committed
   (the single most confident one if none is);
-- token to token (T2T): a position committed earlier in the active block is rewritten
-  when the model's top token there now beats the committed token's probability by
-  more than `edit_threshold`.
+- token to token (T2T): a position committed earlier in the active block is rewritten to
+  the model's top token there (when that differs from it) under `edit_rule`:
+  "gain" (default): p(top) - p(committed) > `edit_threshold`;
+  "confidence" (LLaDA 2.1's released rule): p(top) > `edit_threshold`.
 A low `threshold` drafts boldly and leans on edits (the paper's Speedy mode); a high
-one is its Quality mode. Edits happen in steps that still commit masked positions;
-a row ends when nothing is masked. `DecodeResult.extra["edits"]` counts the rewrites.
+one is its Quality mode. With `post_steps=0` edits happen only in steps that still
+commit masked positions; with `post_steps=M` a block whose last mask was just filled
+stays active for up to M edit-only steps (model calls that only edit), ending after
+the first one that edits nothing (LLaDA 2.1's `max_post_steps`). A row ends when
+nothing is masked and no block is held. `DecodeResult.extra["edits"]` counts the
+rewrites, `extra["post_steps"]` the edit-only steps.
 """
 
 from __future__ import annotations
@@ -20,13 +25,18 @@ import torch
 
 from parallelbench.decoding import selection
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
-from parallelbench.decoding.view import Decision, StepView, row_max, rows_of
+from parallelbench.decoding.view import Decision, StepView, row_max_chunks, rows_of
 
 
 @dataclass
 class EditThresholdOptions(DecodeOptions):
     threshold: float = 0.7  # mask-to-token: commit candidates above this confidence (LLaDA2 pipeline default)
-    edit_threshold: float = 0.5  # token-to-token: rewrite when p(new top) - p(committed) exceeds this
+    edit_threshold: float = 0.5  # token-to-token: rewrite when the edit_rule's quantity exceeds this
+    edit_rule: str = "gain"  # gain: p(new top) - p(committed) > E; confidence: p(new top) > E (LLaDA 2.1)
+    post_steps: int = 0  # edit-only steps a block may stay active after its last mask is filled
+
+
+EDIT_RULES = ("gain", "confidence")
 
 
 @register_strategy("edit-threshold")
@@ -42,9 +52,31 @@ class EditThreshold(Strategy):
             raise option_error("threshold", o.threshold, "(0, 1]")
         if not 0.0 <= o.edit_threshold <= 1.0:
             raise option_error("edit_threshold", o.edit_threshold, "[0, 1] (1 = never edit)")
+        if o.edit_rule not in EDIT_RULES:
+            raise option_error("edit_rule", o.edit_rule, " | ".join(EDIT_RULES))
+        if o.post_steps < 0:
+            raise option_error("post_steps", o.post_steps, "an integer >= 0 (0 = no edit-only steps)")
+
+    def max_steps(self, gen_length: int) -> int:
+        return 8 * gen_length + 64 + self.options.post_steps * gen_length  # at most one held block per position
 
     def init_state(self, batch_size: int, gen_length: int, device: torch.device) -> dict[str, torch.Tensor]:
-        return {"extra_edits": torch.zeros(batch_size, dtype=torch.long, device=device)}
+        zeros = torch.zeros(batch_size, dtype=torch.long, device=device)
+        state = {"extra_edits": zeros}
+        if self.options.post_steps:
+            state.update(extra_post_steps=zeros.clone(), post_used=zeros.clone())
+        return state
+
+    def min_lead(self) -> float:
+        """The least logit lead of the top token over the committed one for which an edit is
+        possible at all, whatever the rest of the softmax:
+        gain: p(top) - p(now) <= tanh(lead / 2); confidence: p(top) <= sigmoid(lead)."""
+        e = self.options.edit_threshold
+        if e >= 1.0:
+            return math.inf
+        if self.options.edit_rule == "gain":
+            return 2.0 * math.atanh(e)
+        return math.log(e / (1.0 - e)) if e > 0.0 else -math.inf
 
     def step(self, view: StepView) -> Decision:
         o = self.options
@@ -53,7 +85,7 @@ class EditThreshold(Strategy):
         edit = torch.zeros_like(pool)
         top = view.canvas
         r, p = pool.nonzero(as_tuple=True)
-        if r.numel():  # only the block's committed positions, and the softmax only where the top changed
+        if r.numel():  # only the block's committed positions, and the softmax only where an edit is possible
             logits = rows_of(view.logits, r, p)  # a copy: safe to edit
             if logits.dtype != torch.float32:
                 logits = logits.float()
@@ -62,12 +94,15 @@ class EditThreshold(Strategy):
             if 0 <= view.mask_id < logits.shape[-1]:
                 mask_logit = logits[:, view.mask_id].clone()  # still part of the softmax's normaliser
                 logits[:, view.mask_id] = float("-inf")  # the mask token is never proposed
-            best_logit, best = row_max(logits)
-            # p(top) - p(now) <= tanh((logit(top) - logit(now)) / 2) whatever the rest of the softmax,
-            # so only positions with a wide enough logit lead need the normaliser
+            best_logit, best, chunk_max = row_max_chunks(logits)
             lead = best_logit - logits.gather(-1, now.unsqueeze(-1)).squeeze(-1)
-            need = 2.0 * math.atanh(o.edit_threshold) if o.edit_threshold < 1.0 else math.inf
-            changed = ((best != now) & (lead > need)).nonzero(as_tuple=True)[0]
+            possible = (best != now) & (lead > self.min_lead())
+            if chunk_max is not None and o.edit_threshold > 0.0:
+                # either rule needs p(top) > E, and p(top) <= 1 / (1 + sum of exp(m_c - top)) over the
+                # maxima m_c of the chunks other than the top's: distinct entries of the normaliser
+                rest = torch.exp(chunk_max - best_logit.unsqueeze(-1)).sum(dim=-1) - 1.0
+                possible = possible & (rest < (1.0 / o.edit_threshold - 1.0) * (1.0 + 1e-4))  # margin for rounding
+            changed = possible.nonzero(as_tuple=True)[0]
             if changed.numel():
                 # softmax mass relative to the top logit, in place on the gathered copy:
                 # p(top) = 1 / total, p(now) = exp(-lead) / total
@@ -75,11 +110,23 @@ class EditThreshold(Strategy):
                 total = logits.index_select(0, changed).sub_(best_c.unsqueeze(-1)).exp_().sum(dim=-1)
                 if mask_logit is not None:  # the mask token's share stays in the normaliser
                     total = total + torch.exp(mask_logit.index_select(0, changed) - best_c)
-                p_top, p_now = total.reciprocal(), torch.exp(-lead_c) / total
+                p_top = total.reciprocal()
+                gain = p_top - torch.exp(-lead_c) / total if o.edit_rule == "gain" else p_top
                 flip = torch.zeros_like(best, dtype=torch.bool)
-                flip[changed] = p_top - p_now > o.edit_threshold
+                flip[changed] = gain > o.edit_threshold
                 edit[r, p] = flip
             top = view.canvas.clone()
             top[r, p] = best
-        view.state["extra_edits"] = view.state["extra_edits"] + edit.sum(dim=1)
-        return Decision(commit=commit, edit=edit, tokens=torch.where(edit, top, view.x0))
+        st = view.state
+        st["extra_edits"] = st["extra_edits"] + edit.sum(dim=1)
+        hold = None
+        if o.post_steps:
+            # a row without candidates is in an edit-only step of the block it holds
+            has_masks = view.candidates.any(dim=1)
+            filled = has_masks & ~(view.candidates & ~commit).any(dim=1)  # this step fills the block's last mask
+            post = ~has_masks
+            used = torch.where(filled, torch.zeros_like(st["post_used"]), st["post_used"] + post.long())
+            st["post_used"] = used
+            st["extra_post_steps"] = st["extra_post_steps"] + post.long()
+            hold = filled | (post & edit.any(dim=1) & (used < o.post_steps))
+        return Decision(commit=commit, edit=edit, tokens=torch.where(edit, top, view.x0), hold=hold)

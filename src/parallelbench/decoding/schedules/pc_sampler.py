@@ -97,6 +97,7 @@ class PcSampler(TopKStrategy):
 
     def check_model(self, model: Any) -> None:
         """Read the reference frequencies now, so a bad file is refused before any decoding."""
+        super().check_model(model)
         if self.options.frequencies is not None:
             self.counts()
 

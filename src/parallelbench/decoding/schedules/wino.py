@@ -32,6 +32,7 @@ import torch
 from parallelbench.decoding import blocks, selection
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView
+from parallelbench.models.protocols import is_block_causal
 
 
 @dataclass
@@ -105,6 +106,7 @@ def shadow_forward(model, canvas, attention_mask, rows, verify, prompt_length) -
 @register_strategy("wino")
 class Wino(Strategy):
     Options = WinoOptions
+    supports_block_causal = False
     focus = "candidates"
     verify_chunk = 64  # most rows per model call once the leave-one-out views are added (not a result knob)
 
@@ -118,6 +120,13 @@ class Wino(Strategy):
             raise option_error("shadow", o.shadow, " | ".join(SHADOW_MODES))
 
     def check_model(self, model: Any) -> None:
+        if is_block_causal(model):
+            raise ValueError(
+                f"strategy 'wino' verifies its drafts with an attention layout of its own (shadow block or "
+                f"leave-one-out rows), which does not compose with the block-causal attention of "
+                f"{type(model).__name__}; use confidence-threshold or edit-threshold on block-causal models"
+            )
+        super().check_model(model)
         if self.options.shadow == "on" and not has_attention_bias(model):
             raise ValueError(
                 f"strategy 'wino' with shadow='on' needs a model with supports_attention_bias=True "

@@ -2,7 +2,10 @@
 
 Reports the config, parameter count and dtype of the native load, then runs a few random
 canvases (about half their positions masked) through it alone and in one left-padded batch:
-a row must get the same logits at its real positions either way. With `trust_remote_code`
+a row must get the same logits at its real positions either way. Block-diffusion families
+(SDAR / TraDo, LLaDA 2.x) run under their block-causal attention (blocks of the config's
+block size, else the family's default decoding block, on each row's own position grid), as
+their decoding does, and the reference gets the same mask. With `trust_remote_code`
 and a transformers version that runs the checkpoint's own modeling code (4.x: the published
 LLaDA and Dream code fails under 5.x), the same canvases also go through that code and the
 largest logit difference against it is reported. `reference_python` runs that code in another
@@ -23,12 +26,14 @@ from parallelbench.models.hf.hub import short
 
 # config fields worth showing, in this order (OLMo-style LLaDA and Qwen2-style Dream names)
 CONFIG_FIELDS = ("model_type", "d_model", "hidden_size", "n_layers", "num_hidden_layers", "n_heads",
-                 "num_attention_heads", "n_kv_heads", "num_key_value_heads", "mlp_hidden_size", "intermediate_size",
-                 "vocab_size", "embedding_size", "mask_token_id", "rope_theta", "max_sequence_length",
-                 "max_position_embeddings", "torch_dtype")
+                 "num_attention_heads", "n_kv_heads", "num_key_value_heads", "head_dim", "mlp_hidden_size",
+                 "intermediate_size", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
+                 "num_shared_experts", "vocab_size", "embedding_size", "mask_token_id", "block_size", "rope_theta",
+                 "max_sequence_length", "max_position_embeddings", "torch_dtype")
 # what a native load reads; never the checkpoint's .py files
 NATIVE_FILES = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken"]
-SCRATCH_VENV_HINT = "see 'Checking a checkpoint' in docs/models.md for a scratch venv with transformers==4.49"
+SCRATCH_VENV_HINT = ("see 'Checking a checkpoint' in docs/models.md for a scratch venv with the transformers "
+                     "version the family's code needs (4.49 LLaDA / Dream, 4.57 LLaDA 2; SDAR's needs flash-attn)")
 
 
 @dataclass
@@ -47,6 +52,7 @@ class CheckReport:
     reference_padded: float | None = None  # native padded batch vs reference alone
     shift: str = ""  # how Dream's logits were aligned with the reference
     notes: list[str] = field(default_factory=list)
+    block: int | None = None  # block-diffusion families: the block-causal block length used
 
     def lines(self) -> list[str]:
         cfg = ", ".join(f"{k}={self.config[k]}" for k in CONFIG_FIELDS if k in self.config)
@@ -56,7 +62,8 @@ class CheckReport:
             f"config: {cfg}",
             f"parameters: {self.parameters:,} ({self.parameters / 1e9:.2f} B)",
             f"dtype: {', '.join(self.dtypes)} on {self.device} (loaded in {self.load_seconds:.1f} s)",
-            f"canvases: {len(self.lengths)} random, lengths {', '.join(map(str, self.lengths))}, about half masked",
+            f"canvases: {len(self.lengths)} random, lengths {', '.join(map(str, self.lengths))}, about half masked"
+            + (f", block-causal attention in blocks of {self.block}" if self.block else ""),
             f"native, padded batch vs alone: max |logit difference| {self.padded_vs_alone:.3g}",
         ]
         if self.reference_alone is not None:
@@ -121,6 +128,26 @@ def _logits(out: Any) -> Any:
     return getattr(out, "logits", out)
 
 
+def block_layout(mask: Any, block: int) -> tuple[Any, Any]:
+    """(position_ids, attention_bias) of a left-padded batch under block-causal attention: each row's
+    blocks on its own grid (position 0 = its first real token); pads are blocked as keys and see
+    only themselves as queries."""
+    import torch
+
+    pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
+    blk = pos // block
+    allowed = mask[:, None, :] & mask[:, :, None] & (blk[:, None, :] <= blk[:, :, None])
+    allowed = allowed | (torch.eye(mask.shape[1], dtype=torch.bool, device=mask.device)[None] & ~mask[:, :, None])
+    return pos, torch.zeros(allowed.shape, device=mask.device).masked_fill(~allowed, float("-inf"))
+
+
+def _native_logits(module: Any, canvas: Any, mask: Any, block: int | None) -> Any:
+    if not block:
+        return _logits(module(canvas, attention_mask=mask))
+    pos, bias = block_layout(mask, block)
+    return module(canvas, attention_mask=mask, position_ids=pos, attention_bias=bias, bias_as_given=True)
+
+
 def _max_diff(a: Any, b: Any) -> float:
     return float((a.float() - b.float()).abs().max()) if a.numel() else 0.0
 
@@ -161,7 +188,7 @@ def check(arg: str, *, device: str = "cpu", dtype: str | None = None, canvases: 
         kind = ckpt.config.get("model_type") or ckpt.config.get("architectures")
         raise HFModelError(
             f"'hf:{arg}' (model_type {kind!r}) is not of a family with a native implementation; "
-            "models check covers LLaDA / LLaDA 1.5 and Dream / DiffuCoder checkpoints"
+            "models check covers LLaDA / LLaDA 1.5, Dream / DiffuCoder, SDAR / TraDo and LLaDA 2.x checkpoints"
         )
     native = _native()
     folder = _local_folder(ckpt, revision, with_code=trust_remote_code or reference_python is not None)
@@ -187,25 +214,28 @@ def check(arg: str, *, device: str = "cpu", dtype: str | None = None, canvases: 
     lengths = [max(4, length - 7 * i) for i in range(canvases)]
     rows = random_canvases(vocab, mask_id, lengths, seed)
     shifted_family = family == "dream"
+    block = int(module.block_size or module.default_block_length) if getattr(module, "block_causal", False) else None
     with torch.no_grad():
-        alone = [_logits(module(r.unsqueeze(0).to(model_device))).cpu() for r in rows]
+        alone = [_native_logits(module, r.unsqueeze(0).to(model_device),
+                                torch.ones(1, len(r), dtype=torch.bool, device=model_device), block).cpu()
+                 for r in rows]
         canvas, mask = left_pad(rows, pad_id)
-        padded = _logits(module(canvas.to(model_device), attention_mask=mask.to(model_device))).cpu()
+        padded = _native_logits(module, canvas.to(model_device), mask.to(model_device), block).cpu()
     report = CheckReport(
         family=family, source=ckpt.label, config=config, parameters=sum(p.numel() for p in params),
         dtypes=sorted({str(p.dtype).replace("torch.", "") for p in params}), device=model_device,
         load_seconds=load_seconds, lengths=lengths,
-        padded_vs_alone=_padded_diffs(padded, alone, rows, shifted_family), reference="",
+        padded_vs_alone=_padded_diffs(padded, alone, rows, shifted_family), reference="", block=block,
     )
     _reference(report, folder, rows, alone, padded, trust_remote_code, device=model_device,
                dtype=params[0].dtype if params else torch.float32, shifted_family=shifted_family,
-               reference_python=reference_python)
+               reference_python=reference_python, block=block)
     return report
 
 
 def _reference(report: CheckReport, folder: Path, rows: list[Any], alone: list[Any], padded: Any,
                trust_remote_code: bool, *, device: str, dtype: Any, shifted_family: bool,
-               reference_python: str | None = None) -> None:
+               reference_python: str | None = None, block: int | None = None) -> None:
     """Fill the reference fields: the checkpoint's own code on the same canvases, when it can run.
 
     With `reference_python` that code runs in that interpreter (a venv with the transformers
@@ -217,7 +247,8 @@ def _reference(report: CheckReport, folder: Path, rows: list[Any], alone: list[A
 
     if reference_python is not None:
         try:
-            ref, version = reference_logits(reference_python, folder, rows, device=device, dtype=dtype)
+            ref, version = reference_logits(reference_python, folder, rows, device=device, dtype=dtype, block=block,
+                                            family=report.family)
         except ReferenceFailed as exc:
             report.reference = str(exc)
             return
@@ -234,10 +265,13 @@ def _reference(report: CheckReport, folder: Path, rows: list[Any], alone: list[A
                                 "(or --reference-python PATH) to do it")
             return
         try:
-            model = transformers.AutoModel.from_pretrained(str(folder), trust_remote_code=True, torch_dtype=dtype)
+            auto = transformers.AutoModelForCausalLM if block else transformers.AutoModel
+            model = auto.from_pretrained(str(folder), trust_remote_code=True, torch_dtype=dtype)
             model = model.to(device).eval()
             with torch.no_grad():
-                ref = [_logits(model(r.unsqueeze(0).to(device))).cpu() for r in rows]
+                ref = [_logits(model(r.unsqueeze(0).to(device),
+                                     **_reference_kwargs(len(r), block, dtype, device, report.family))).cpu()
+                       for r in rows]
         except Exception as exc:  # noqa: BLE001 - the checkpoint's code failing is a finding, not a crash
             report.reference = f"the checkpoint's own code failed under transformers {version}: " + short(
                 f"{type(exc).__name__}: {exc}")
@@ -260,30 +294,62 @@ def _compare_reference(report: CheckReport, ref: list[Any], rows: list[Any], alo
     report.reference_padded = _padded_diffs(padded, ref, rows, shifted_family)
 
 
+def _reference_kwargs(length: int, block: int | None, dtype: Any, device: str, family: str = "") -> dict[str, Any]:
+    """What the block-diffusion families' own decoding routines pass: SDAR's a [1, L, L] boolean
+    block mask (True = attend), LLaDA 2's a [1, 1, L, L] additive one (0 / -inf), and position ids
+    0..L-1; nothing for the other families."""
+    import torch
+
+    if not block:
+        return {}
+    blk = torch.arange(length, device=device) // block
+    allowed = blk[None, :] <= blk[:, None]
+    pos = torch.arange(length, device=device)[None]
+    if family == "sdar":
+        return {"attention_mask": allowed[None], "position_ids": pos}
+    bias = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, float("-inf"))
+    return {"attention_mask": bias[None, None], "position_ids": pos}
+
+
 class ReferenceFailed(Exception):
     """The reference interpreter could not produce logits; the message is one line for the report."""
 
 
-# Run by the reference interpreter: load the checkpoint with its own code, logits of each canvas alone.
+# Run by the reference interpreter: load the checkpoint with its own code, logits of each canvas alone
+# (block-diffusion families: under the block-causal mask, as an additive [1, 1, L, L] bias).
 REFERENCE_DRIVER = r"""
 import json, sys
 import torch
 import transformers
 job = json.loads(open(sys.argv[1]).read())
 dtype = getattr(torch, job["dtype"])
-model = transformers.AutoModel.from_pretrained(job["folder"], trust_remote_code=True, torch_dtype=dtype)
+block = job.get("block")
+auto = transformers.AutoModelForCausalLM if block else transformers.AutoModel
+model = auto.from_pretrained(job["folder"], trust_remote_code=True, torch_dtype=dtype)
 model = model.to(job["device"]).eval()
 out = []
 with torch.no_grad():
     for ids in job["rows"]:
-        res = model(torch.tensor([ids], device=job["device"]))
+        kwargs = {}
+        if block:
+            n = len(ids)
+            blk = torch.arange(n, device=job["device"]) // block
+            allowed = blk[None, :] <= blk[:, None]
+            bias = torch.zeros(allowed.shape, dtype=dtype, device=job["device"]).masked_fill(~allowed, float("-inf"))
+            pos = torch.arange(n, device=job["device"])[None]
+            if job.get("family") == "sdar":  # SDAR's code takes a boolean [1, L, L] mask (True = attend)
+                kwargs = {"attention_mask": allowed[None], "position_ids": pos}
+            else:  # LLaDA 2's an additive [1, 1, L, L] one
+                kwargs = {"attention_mask": bias[None, None], "position_ids": pos}
+        res = model(torch.tensor([ids], device=job["device"]), **kwargs)
         out.append(getattr(res, "logits", res).float().cpu())
 torch.save(out, job["out"])
 print(json.dumps({"transformers": transformers.__version__}))
 """
 
 
-def reference_logits(python: str, folder: Path, rows: list[Any], *, device: str, dtype: Any) -> tuple[list[Any], str]:
+def reference_logits(python: str, folder: Path, rows: list[Any], *, device: str, dtype: Any,
+                     block: int | None = None, family: str = "") -> tuple[list[Any], str]:
     """Logits of the checkpoint's own modeling code, run by `python` in a subprocess (each row alone).
 
     Runs the checkpoint's Python: only called when the user named the interpreter explicitly.
@@ -300,7 +366,8 @@ def reference_logits(python: str, folder: Path, rows: list[Any], *, device: str,
                            f"transformers version the checkpoint's code needs ({SCRATCH_VENV_HINT})")
     with tempfile.TemporaryDirectory(prefix="pb-check-ref-") as tmp:
         job = {"folder": str(folder), "dtype": str(dtype).replace("torch.", ""), "device": device,
-               "rows": [[int(i) for i in r.tolist()] for r in rows], "out": str(Path(tmp) / "logits.pt")}
+               "rows": [[int(i) for i in r.tolist()] for r in rows], "out": str(Path(tmp) / "logits.pt"),
+               "block": block, "family": family}
         (Path(tmp) / "job.json").write_text(json.dumps(job))
         (Path(tmp) / "driver.py").write_text(REFERENCE_DRIVER)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}

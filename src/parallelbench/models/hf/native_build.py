@@ -1,8 +1,9 @@
-"""Build an `hf:` LLaDA or Dream model through the native implementation (no checkpoint code).
+"""Build an `hf:` LLaDA, Dream, SDAR / TraDo or LLaDA 2.x model through the native implementation.
 
-Reads only config.json, the safetensors weights and the tokenizer files (downloaded from the
-hub when the argument is a hub id); the tokenizer loads with trust_remote_code=False, falling
-back to the checkpoint's tokenizer.json when its tokenizer_config names a custom class.
+Reads only config.json, generation_config.json, the safetensors weights and the tokenizer files
+(downloaded from the hub when the argument is a hub id); the tokenizer loads with
+trust_remote_code=False, falling back to the checkpoint's tokenizer.json when its
+tokenizer_config names a custom class. No checkpoint code is imported or run.
 """
 
 from __future__ import annotations
@@ -89,12 +90,25 @@ def check_mask_token(tokenizer: Any, mask_id: int, folder: Path) -> None:
             "mask_token_id); use the tokenizer files published with the checkpoint, which define it")
 
 
+def generation_eos_ids(folder: Path) -> list[int]:
+    """generation_config.json's eos_token_id (an id or a list), [] when the file or field is absent."""
+    path = folder / "generation_config.json"
+    if not path.is_file():
+        return []
+    try:
+        value = json.loads(path.read_text()).get("eos_token_id")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise HFModelError(f"{path}: unreadable ({exc}); re-download the checkpoint") from None
+    values = value if isinstance(value, list) else [value]
+    return [int(v) for v in values if isinstance(v, int) and not isinstance(v, bool)]
+
+
 def build_native(ckpt: Checkpoint, opts: Any, *, device: str, dtype: Any, name: str) -> Any:
     """`HFDiffusionTextModel` over the native implementation of the checkpoint's family."""
     from parallelbench.models.hf.text_model import HFDiffusionTextModel
     from parallelbench.models.hf.tokenizer import HFChatTokenizer, stop_ids_of
-    from parallelbench.models.native import NativeCheckpointError, family_of, load_native, mask_id_of, read_config
-    from parallelbench.models.native.net import NativeDiffusionNet
+    from parallelbench.models.native import (BLOCK_CAUSAL_FAMILIES, NativeCheckpointError, family_of, load_native,
+                                             mask_id_of, read_config)
 
     folder = local_folder(ckpt, opts.revision)
     try:
@@ -102,19 +116,31 @@ def build_native(ckpt: Checkpoint, opts: Any, *, device: str, dtype: Any, name: 
         family = family_of(config)
         if family is None:
             raise NativeCheckpointError(f"{folder / 'config.json'}: model_type {config.get('model_type')!r} has no "
-                                        "native implementation; check that this is a LLaDA or Dream checkpoint")
-        mask_id = mask_id_of(config, family, folder / "config.json")
+                                        "native implementation; check that this is a LLaDA, Dream, SDAR / TraDo or "
+                                        "LLaDA 2 checkpoint")
+        mask_id = mask_id_of(config, family, folder / "config.json", folder)
         tokenizer = load_tokenizer(folder)
         check_mask_token(tokenizer, mask_id, folder)
+        block_causal = family in BLOCK_CAUSAL_FAMILIES
+        if block_causal and opts.compile:
+            raise HFModelError(f"'{name}': model option compile=true covers LLaDA and Dream only; "
+                               f"drop it for this {family} checkpoint")
         module, config = load_native(folder, device=device, dtype=dtype)
     except NativeCheckpointError as exc:
         raise HFModelError(f"'{name}': {exc}") from None
-    stops = stop_ids_of(tokenizer, config)
+    stops = stop_ids_of(tokenizer, config, generation_eos_ids(folder))
     if not stops:
         raise HFModelError(f"{folder / 'tokenizer_config.json'}: the tokenizer has no EOS token; "
                            "use the tokenizer files published with the checkpoint")
     vocab = int(config.get("vocab_size"))
-    net = NativeDiffusionNet(module, mask_id=mask_id, eos_id=stops[0], vocab_size=vocab, stop_ids=stops,
-                             pad_id=tokenizer.pad_token_id, cache=opts.cache or "none", source=ckpt.label,
-                             compile=bool(opts.compile))
+    common = dict(mask_id=mask_id, eos_id=stops[0], vocab_size=vocab, stop_ids=stops, pad_id=tokenizer.pad_token_id,
+                  cache=opts.cache or "none", source=ckpt.label)
+    if block_causal:
+        from parallelbench.models.native.block_net import BlockCausalNet
+
+        net = BlockCausalNet(module, **common)
+    else:
+        from parallelbench.models.native.net import NativeDiffusionNet
+
+        net = NativeDiffusionNet(module, compile=bool(opts.compile), **common)
     return HFDiffusionTextModel(net, HFChatTokenizer(tokenizer, stops), name, batch_size=opts.batch_size)

@@ -12,14 +12,14 @@ from typing import Any
 
 from parallelbench.models.hf.errors import HFModelError
 
-CACHE_MODES = ("none", "prefix", "dual")
+CACHE_MODES = ("none", "prefix", "dual", "block")
 
 
 @dataclass
 class HFOptions:
     device: str | None = None  # cuda / cuda:1 / cpu / mps; default cuda when available, else cpu
     dtype: str | None = None  # bfloat16 / float16 / float32; default bf16 on GPU, fp32 on CPU
-    cache: str | None = None  # KV cache: none, prefix or dual (Fast-dLLM); default: the family's (none; DiffusionGemma prefix)
+    cache: str | None = None  # KV cache: none, prefix or dual (Fast-dLLM; LLaDA, Dream), block (exact; SDAR, LLaDA 2); default none (DiffusionGemma prefix)
     batch_size: int = 8  # samples per forward batch
     trust_remote_code: bool | None = None  # run the checkpoint's own code: only if true and no native family
     force: bool = False  # run a large model on CPU anyway

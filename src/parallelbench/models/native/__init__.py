@@ -3,9 +3,12 @@
     module, config = load_native("/path/to/LLaDA-8B-Instruct", device="cuda", dtype="bfloat16")
     logits = module(ids, attention_mask=mask)        # raw logits [B, L, V] (Dream: not yet shifted)
 
-`family_of(config)` says which implementation a config.json belongs to ("llada", "dream" or
-None). Only config.json and the safetensors files are read; no `.py` file of the checkpoint is
-imported or executed. Every checkpoint problem is one `NativeCheckpointError` line.
+`family_of(config)` says which implementation a config.json belongs to ("llada", "dream",
+"sdar" for SDAR / TraDo, "llada2" for LLaDA 2.x MoE, or None). Only config.json, the
+safetensors files and (for a mask id the config does not state) the tokenizer's JSON files are
+read; no `.py` file of the checkpoint is imported or executed. Every checkpoint problem is one
+`NativeCheckpointError` line. Block-diffusion families' modules carry `block_causal = True`,
+`block_size` (the config's, or None) and `default_block_length`.
 """
 
 from __future__ import annotations
@@ -18,13 +21,15 @@ from typing import Any
 from parallelbench.models.hf.detect import native_family as family_of  # one rule for both: read from config.json
 from parallelbench.models.native.errors import NativeCheckpointError
 
-__all__ = ["FAMILIES", "NativeCheckpointError", "family_of", "family_module", "load_native"]
+__all__ = ["BLOCK_CAUSAL_FAMILIES", "FAMILIES", "NativeCheckpointError", "family_of", "family_module", "load_native"]
 
-FAMILIES = ("llada", "dream")
+FAMILIES = ("llada", "dream", "sdar", "llada2")
+BLOCK_CAUSAL_FAMILIES = ("sdar", "llada2")
 
 
 def family_module(family: str) -> Any:
-    """The module describing one family: `spec_from_config`, `published_name`, `MASK_ID`, `SHIFT`."""
+    """The module describing one family: `spec_from_config`, `published_name`, `MASK_ID`, `SHIFT`
+    (block-diffusion families also `block_size`, `default_block_length`, `optional`)."""
     return importlib.import_module(f"parallelbench.models.native.{family}")
 
 
@@ -41,18 +46,64 @@ def read_config(folder: Path) -> dict[str, Any]:
     return config
 
 
-def mask_id_of(config: dict[str, Any], family: str, path: Path | str) -> int:
-    """The config's mask_token_id (else the family's published one), checked against the vocabulary."""
+def mask_id_of(config: dict[str, Any], family: str, path: Path | str, folder: Path | None = None) -> int:
+    """The config's mask_token_id, else the tokenizer's mask token (read from `folder`'s tokenizer
+    JSON files), else the family's published one (LLaDA, Dream); checked against the vocabulary."""
     from parallelbench.models.native.config_fields import Fields
 
     f = Fields(config, path)
-    mask_id = config.get("mask_token_id", family_module(family).MASK_ID)
+    mask_id = config.get("mask_token_id")
+    if mask_id is None and folder is not None:
+        mask_id = tokenizer_mask_id(folder)
+    if mask_id is None:
+        mask_id = family_module(family).MASK_ID
+    if mask_id is None:
+        raise f.bad("no mask_token_id, and the tokenizer files declare no mask token; use the checkpoint's "
+                    "published tokenizer files (tokenizer_config.json names its mask_token)")
     if isinstance(mask_id, bool) or not isinstance(mask_id, int):
         raise f.bad(f"mask_token_id must be an integer, got {mask_id!r}")
     vocab = f.int("vocab_size")
     if not 0 <= mask_id < vocab:
         raise f.bad(f"mask_token_id={mask_id} is outside the vocabulary (vocab_size={vocab})")
     return mask_id
+
+
+def tokenizer_mask_id(folder: Path) -> int | None:
+    """The id of the mask token that tokenizer_config.json (or special_tokens_map.json) names, looked
+    up in tokenizer.json / tokenizer_config.json's added tokens; None when nothing declares one."""
+    name = None
+    tables: list[dict[str, int]] = []
+    for fname in ("tokenizer_config.json", "special_tokens_map.json"):
+        try:
+            data = json.loads((folder / fname).read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        token = data.get("mask_token")
+        if isinstance(token, dict):
+            token = token.get("content")
+        if name is None and isinstance(token, str):
+            name = token
+        decoder = data.get("added_tokens_decoder")
+        if isinstance(decoder, dict):
+            tables.append({str(v.get("content")): int(k) for k, v in decoder.items()
+                           if isinstance(v, dict) and str(k).isdigit()})
+    if name is None:
+        return None
+    try:
+        tok = json.loads((folder / "tokenizer.json").read_text())
+        tables.insert(0, {str(a.get("content")): int(a["id"]) for a in tok.get("added_tokens") or []
+                          if isinstance(a, dict) and "id" in a})
+        vocab = (tok.get("model") or {}).get("vocab")
+        if isinstance(vocab, dict):
+            tables.append({str(k): int(v) for k, v in vocab.items() if isinstance(v, int)})
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+    for table in tables:
+        if name in table:
+            return table[name]
+    return None
 
 
 def _torch_dtype(dtype: Any, device: str) -> Any:
@@ -84,11 +135,24 @@ def build_random(family: str, config: dict[str, Any], *, device: str = "cpu", dt
         if "norm" in name:
             continue
         with torch.no_grad():
-            p.normal_(0.0, 0.02)
-    module.mask_id = mask_id_of(config, family, "config")
-    module.family = family
-    module.logit_shift = family_module(family).SHIFT
+            if name.endswith("expert_bias"):
+                p.zero_()
+            else:
+                p.normal_(0.0, 0.02)
+    _describe(module, family, config, mask_id_of(config, family, "config"), "config")
     return module.eval()
+
+
+def _describe(module: Any, family: str, config: dict[str, Any], mask_id: int, path: Path | str) -> None:
+    """What the nets read off a loaded module: mask id, family, logit shift, block layout."""
+    fam = family_module(family)
+    module.mask_id = mask_id
+    module.family = family
+    module.logit_shift = fam.SHIFT
+    module.block_causal = bool(getattr(fam, "BLOCK_CAUSAL", False))
+    if module.block_causal:
+        module.block_size = fam.block_size(config, path)
+        module.default_block_length = fam.default_block_length(config, path)
 
 
 def load_native(path: str | Path, device: str = "cpu", dtype: Any = None) -> tuple[Any, dict[str, Any]]:
@@ -100,7 +164,7 @@ def load_native(path: str | Path, device: str = "cpu", dtype: Any = None) -> tup
     import torch
 
     from parallelbench.models.native.layers import DiffusionTransformer
-    from parallelbench.models.native.weights import read_tensors
+    from parallelbench.models.native.weights import read_tensors, tensor_files
 
     folder = Path(path)
     config = read_config(folder)
@@ -108,20 +172,37 @@ def load_native(path: str | Path, device: str = "cpu", dtype: Any = None) -> tup
     if family is None:
         raise NativeCheckpointError(
             f"{folder / 'config.json'}: model_type {config.get('model_type')!r} has no native implementation "
-            "(native: 'llada' for LLaDA / LLaDA 1.5, 'Dream' for Dream / DiffuCoder); "
-            "check that this is a LLaDA or Dream checkpoint")
+            "(native: 'llada' for LLaDA / LLaDA 1.5, 'Dream' for Dream / DiffuCoder, 'sdar' for SDAR / TraDo, "
+            "'llada2_moe' for LLaDA 2.x); check that this is a checkpoint of one of these families")
     fam = family_module(family)
     spec = fam.spec_from_config(config, folder / "config.json")
-    mask_id = mask_id_of(config, family, folder / "config.json")
+    mask_id = mask_id_of(config, family, folder / "config.json", folder)
     torch_dtype = _torch_dtype(dtype, str(device))
     with torch.device("meta"):
         module = DiffusionTransformer(spec)
-    shapes = {fam.published_name(n): tuple(p.shape) for n, p in module.named_parameters()}
+    params = dict(module.named_parameters())
+    sources = {n: fam.published_name(n, tuple(p.shape)) for n, p in params.items()}
+    optional = getattr(fam, "optional", lambda name: False)
+    present = set(tensor_files(folder)) if any(optional(n) for n in params) else set()
+    skipped = {n for n in params if optional(n) and sources[n] not in present}
+    shapes: dict[str, tuple[int, ...]] = {}
+    for n, src in sources.items():
+        if n in skipped:
+            continue
+        if isinstance(src, tuple):  # per-expert tensors stacked on dim 0
+            shapes.update({part: tuple(params[n].shape[1:]) for part in src})
+        else:
+            shapes[src] = tuple(params[n].shape)
     tensors = read_tensors(folder, shapes, dtype=torch_dtype, device=device)
-    state = {n: tensors[fam.published_name(n)] for n, _ in module.named_parameters()}
+    state = {}
+    for n, src in sources.items():
+        if n in skipped:
+            state[n] = torch.zeros(params[n].shape, dtype=torch_dtype, device=device)
+        elif isinstance(src, tuple):
+            state[n] = torch.stack([tensors.pop(part) for part in src])
+        else:
+            state[n] = tensors[src]
     module.load_state_dict(state, strict=True, assign=True)
     module.rotary.to(device)
-    module.mask_id = mask_id
-    module.family = family
-    module.logit_shift = fam.SHIFT
+    _describe(module, family, config, mask_id, folder / "config.json")
     return module.eval(), config

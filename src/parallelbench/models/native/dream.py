@@ -49,7 +49,7 @@ def spec_from_config(config: dict[str, Any], path: Path | str) -> ArchSpec:
     )
 
 
-def published_name(internal: str) -> str:
+def published_name(internal: str, shape: tuple[int, ...] = ()) -> str:
     parts = internal.split(".")
     if parts[0] == "layers":
         return f"model.layers.{parts[1]}.{_BLOCK[parts[2]]}.{'.'.join(parts[3:])}"

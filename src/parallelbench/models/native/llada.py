@@ -66,7 +66,7 @@ def spec_from_config(config: dict[str, Any], path: Path | str) -> ArchSpec:
     )
 
 
-def published_name(internal: str) -> str:
+def published_name(internal: str, shape: tuple[int, ...] = ()) -> str:
     """Our parameter name -> the checkpoint's tensor name."""
     parts = internal.split(".")
     if parts[0] == "layers":

@@ -1,0 +1,369 @@
+"""Block-causal decoding (SDAR / TraDo, LLaDA 2.x): one block at a time on each row's own grid.
+
+`decode()` hands a net with `block_causal = True` to this loop. The canvas follows
+`block_grid.BlockGrid` (every row's blocks on the same columns); the engine itself builds
+each call's position ids and block-causal attention bias, so a plain
+`decode(net, prompts, gen_length=, strategy=)` decodes the way the net was trained.
+
+Rows move through the blocks together: every step decodes block `a`, the leftmost block any
+row still works on; a row that has finished block `a` sits the following steps out (they are
+neither model calls nor steps of that row) until the others have finished it too. A row's
+tokens depend only on its own blocks, so this changes no row's tokens or step count, and all
+rows of a call share one window of columns, which is what the exact KV cache needs:
+
+- uncached: each call runs the canvas up to the end of block `a` (the prompt and the finished
+  blocks are recomputed, as the official routines do);
+- `cache_mode == "block"`: finished blocks are computed once, in the first call of the next
+  block, which also stores them (`forward_cached(..., store=...)`); later calls compute block
+  `a` alone. Under block-causal attention this is exact: tokens equal the uncached path's.
+
+A strategy sees the active block as its whole generation region (`view.gen_length` is the
+block length, `view.num_blocks` the nominal number of blocks gen_length / block_length), so
+its per-position state and scores cover one block; per-position state tensors are kept for
+the whole region and sliced to the block each step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+
+from parallelbench.decoding import sampling
+from parallelbench.decoding.block_grid import BlockGrid, block_causal_bias, block_length_for
+from parallelbench.decoding.canvas import left_pad, make_template, model_device
+from parallelbench.decoding.collect import collect
+from parallelbench.decoding.result import DecodeResult
+from parallelbench.decoding.strategy import Strategy, strategy_max_steps
+from parallelbench.decoding.view import StepView
+from parallelbench.models.protocols import uses_block_cache
+
+if TYPE_CHECKING:
+    from parallelbench.models.protocols import BlockCausalModel, CausalModel
+
+
+def _check_cache(model: Any) -> None:
+    missing = [m for m in ("new_kv_cache", "forward_cached") if not callable(getattr(model, m, None))]
+    if missing:
+        raise ValueError(
+            f"block-causal model {type(model).__name__} has cache_mode='block' but no {' / '.join(missing)}; "
+            "implement them (see BlockCausalModel) or load it with cache=none"
+        )
+
+
+def _fresh(ids: torch.Tensor) -> torch.Tensor:
+    """A contiguous copy of canvas columns: the engine updates its canvas in place, a model may keep its input."""
+    return ids.clone() if ids.is_contiguous() else ids.contiguous()
+
+
+class _Window:
+    """The rows of one step and their slice of the region: block `a`'s columns."""
+
+    def __init__(self, idx: torch.Tensor | None, c0: int, c1: int):
+        self.idx, self.c0, self.c1 = idx, c0, c1
+
+    def rows(self, x: torch.Tensor) -> torch.Tensor:
+        return x if self.idx is None else x.index_select(0, self.idx)
+
+    def put_rows(self, full: torch.Tensor, value: torch.Tensor) -> None:
+        if self.idx is None:
+            full.copy_(value)
+        else:
+            full[self.idx] = value
+
+    def put_cols(self, full: torch.Tensor, value: torch.Tensor, offset: int = 0) -> None:
+        """full[rows, offset + c0 : offset + c1] = value."""
+        lo, hi = offset + self.c0, offset + self.c1
+        if self.idx is None:
+            full[:, lo:hi] = value
+        else:
+            full[self.idx.unsqueeze(1), torch.arange(lo, hi, device=full.device).unsqueeze(0)] = value
+
+
+def _window_state(state: dict[str, Any], win: _Window, n_live: int, width: int) -> dict[str, Any]:
+    """The strategy's state for the step's rows; per-position tensors ([n, G, ...]) cut to the block."""
+    out: dict[str, Any] = {}
+    for key, val in state.items():
+        if torch.is_tensor(val) and val.dim() > 0 and val.shape[0] == n_live:
+            x = win.rows(val)
+            out[key] = x[:, win.c0 : win.c1] if x.dim() >= 2 and x.shape[1] == width else x
+        else:
+            out[key] = val
+    return out
+
+
+def _merge_state(state: dict[str, Any], seen: dict[str, Any], given: dict[str, Any], win: _Window,
+                 n_live: int, n_step: int, width: int, block_length: int) -> None:
+    """Write the step's state back into the whole-region, all-rows state."""
+    for key, x in seen.items():
+        if win.idx is None and given.get(key) is x and key in state:
+            continue  # the very slice handed out: in-place updates already landed
+        if not (torch.is_tensor(x) and x.dim() > 0 and x.shape[0] == n_step):
+            state[key] = x
+            continue
+        full = state.get(key)
+        if not (torch.is_tensor(full) and full.dim() > 0 and full.shape[0] == n_live):
+            positional = x.dim() >= 2 and x.shape[1] == block_length
+            shape = (n_live, width, *x.shape[2:]) if positional else (n_live, *x.shape[1:])
+            full = torch.zeros(shape, dtype=x.dtype, device=x.device)
+            state[key] = full
+        if full.dim() >= 2 and full.shape[1] == width:
+            win.put_cols(full, x.to(full.dtype))
+        elif win.idx is None:
+            state[key] = x
+        else:
+            full[win.idx] = x.to(full.dtype)
+
+
+@torch.no_grad()
+def decode_block_causal(
+    model: "BlockCausalModel",
+    prompts: "Sequence[Sequence[int]] | torch.Tensor",
+    gen_length: int,
+    strategy: Strategy,
+    template: Any = None,
+    seed: int = 0,
+    return_history: bool = False,
+    verifier: "CausalModel | None" = None,
+) -> list[DecodeResult]:
+    """`decode()` for a block-causal net (its arguments; the strategy already validated)."""
+    strategy.check_model(model)  # block length vs the model's block size, strategies that cannot run
+    block = block_length_for(model, strategy.options.block_length)
+    cached = uses_block_cache(model)
+    if cached:
+        _check_cache(model)
+    device = model_device(model)
+    mask_id, eos_id = int(model.mask_id), int(model.eos_id)
+    pad_id = int(getattr(model, "pad_id", eos_id))
+    prompt_ids, prompt_mask = left_pad(prompts, pad_id, device)
+    n_rows = prompt_ids.shape[0]
+    if n_rows == 0:
+        return []
+
+    grid = BlockGrid.build(prompt_mask.sum(dim=1), gen_length, block)
+    h, width, n_blocks = grid.head_width, grid.region_width, grid.num_blocks
+    start_ids = make_template(template, n_rows, gen_length, mask_id, device)
+    canvas, editable, real, positions = grid.layout(prompt_ids, prompt_mask, start_ids, pad_id, mask_id)
+    blk = grid.blocks_of(real, positions)
+    masked = editable.clone()
+    out_slot = grid.output_slots(device)
+    out_cols = grid.output_columns(device)
+    j = grid.region_columns(device)
+    generated = (j >= grid.tail.to(device).unsqueeze(1)) & (j < grid.span.to(device).unsqueeze(1))
+    block_of_column = torch.div(torch.arange(width, device=device), block, rounding_mode="floor")
+    order = torch.full((n_rows, width), -1, dtype=torch.long, device=device)
+    commit_conf = torch.zeros((n_rows, width), dtype=torch.float32, device=device)
+    remasks = torch.zeros(n_rows, dtype=torch.long, device=device)
+    rows = torch.arange(n_rows, device=device)
+    rng_keys = sampling.row_keys(rows, seed)
+    own_step = torch.zeros(n_rows, dtype=torch.long, device=device)
+    held = torch.zeros(n_rows, dtype=torch.bool, device=device)  # rows whose strategy keeps block `a` (Decision.hold)
+    kv_upto = torch.zeros(n_rows, dtype=torch.long, device=device)  # canvas columns stored in the cache
+    kv = model.new_kv_cache(n_rows, grid.width) if cached else None
+    in_block = torch.zeros(block, dtype=torch.long, device=device)
+    nominal_blocks = max(1, -(-gen_length // block))
+
+    state = strategy.init_state(n_rows, width, device)
+    focus_kind = getattr(strategy, "focus", "all")
+    if focus_kind not in ("all", "masked", "candidates"):
+        raise ValueError(f"strategy {strategy.name!r} has focus={focus_kind!r}; set it to 'candidates', 'masked' or 'all'")
+    context = {"verifier": verifier, "prompt_length": h, "model": model, "block_length": block, "block_causal": True}
+    strategy.begin(context)
+
+    out_tokens = torch.empty((n_rows, gen_length), dtype=torch.long, device=device)
+    out_order = torch.empty_like(out_tokens)
+    out_nfe = torch.zeros(n_rows, dtype=torch.long)
+    out_remasks = torch.zeros(n_rows, dtype=torch.long)
+    out_extra: dict[str, torch.Tensor] = {}
+    tps_chunks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+    history: list[tuple[torch.Tensor, torch.Tensor]] = []
+    max_steps = strategy_max_steps(strategy, width)
+
+    def finish(done: torch.Tensor) -> None:
+        idx = rows[done]
+        region = canvas[done, h:]
+        out_tokens[idx] = region.gather(1, out_cols[done])
+        out_order[idx] = order[done].gather(1, out_cols[done])
+        out_nfe[idx.cpu()] = own_step[done].cpu()
+        out_remasks[idx.cpu()] = remasks[done].cpu()
+        for key, val in state.items():
+            if key.startswith("extra_") and torch.is_tensor(val) and val.dim() == 1:
+                out_extra.setdefault(key[6:], torch.zeros(n_rows, dtype=val.dtype))[idx.cpu()] = val[done].cpu()
+
+    done = ~masked.any(dim=1)  # rows a template fills completely cost nothing
+    n_done = int(done.sum())
+    if n_done:
+        finish(done)
+    n_live = n_rows - n_done
+    waited = False  # whether any row has sat a step out (then own steps lag behind t)
+    holding = False  # whether `held` may hold a True
+    a_prev, a_start = -1, 0  # the block of the last step and the step it began at
+    epoch = 0  # counts changes of the live rows; with the block and first column, keys `layouts`
+    layouts: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+    t = 0
+    while n_live:
+        if n_done:
+            epoch += 1
+            keep = ~done
+            canvas, real, positions, blk = canvas[keep], real[keep], positions[keep], blk[keep]
+            masked, editable, out_slot, out_cols, generated = (
+                masked[keep], editable[keep], out_slot[keep], out_cols[keep], generated[keep])
+            order, commit_conf, remasks, rows, rng_keys = order[keep], commit_conf[keep], remasks[keep], rows[keep], rng_keys[keep]
+            own_step, held, kv_upto = own_step[keep], held[keep], kv_upto[keep]
+            for key, val in list(state.items()):
+                if torch.is_tensor(val) and val.dim() > 0 and val.shape[0] == keep.shape[0]:
+                    state[key] = val[keep]
+        if t >= max_steps and int(own_step.max()) >= max_steps:
+            raise RuntimeError(
+                f"strategy {strategy.name!r} did not finish {n_live} row(s) within {max_steps} steps; "
+                "its step() must commit at least one token per step (or override max_steps)"
+            )
+
+        # the block each row works on: its leftmost masked block, or the one its strategy holds
+        active = torch.where(masked, block_of_column.unsqueeze(0), n_blocks).amin(dim=1)
+        if holding:
+            active = torch.where(held, a_prev, active)  # a held row stays on the block it held
+        lowest = active.min()
+        first_kv = torch.where(active == lowest, kv_upto, grid.width).min()
+        a, top, start = torch.stack([lowest, active.max(), first_kv]).tolist()
+        if a != a_prev:  # every row enters a block at the same step (lockstep)
+            a_prev, a_start = a, t
+        win = _Window(None if top == a else (active == a).nonzero().squeeze(1), a * block, (a + 1) * block)
+        end = h + win.c1
+
+        # -------------------------------------------------------------- one model call
+        waited = waited or win.idx is not None
+        c_rows, c_canvas, c_real = win.rows(rows), win.rows(canvas), win.rows(real)
+        first = 0 if kv is None else start  # first column the call computes
+        key = (epoch, a, first)
+        if win.idx is None and key in layouts:  # the same rows and columns as the previous call
+            c_pos, c_mask, bias = layouts[key]
+        else:
+            c_pos, c_mask = win.rows(positions)[:, first:end].contiguous(), c_real[:, :end].contiguous()
+            bias = block_causal_bias(c_real, win.rows(blk), first, end)
+            if win.idx is None:
+                layouts.clear()
+                layouts[key] = (c_pos, c_mask, bias)
+        if kv is not None:
+            store = None
+            if start < h + win.c0:  # the call also computes finished columns: store the new ones
+                cols = torch.arange(start, end, device=device).unsqueeze(0)
+                c_upto = win.rows(kv_upto)
+                store = (cols >= c_upto.unsqueeze(1)) & (cols < h + win.c0)
+                win.put_rows(kv_upto, torch.clamp(c_upto, min=h + win.c0))
+            logits = model.forward_cached(_fresh(c_canvas[:, start:end]), kv=kv, rows=c_rows, start=start,
+                                          position_ids=c_pos, attention_bias=bias, store=store)
+            logits = logits[:, end - block - start :]
+        else:
+            logits = model.forward(_fresh(c_canvas[:, :end]), attention_mask=c_mask, rows=c_rows, position_ids=c_pos,
+                                   attention_bias=bias)
+            logits = logits[:, h + win.c0 : end]
+
+        # -------------------------------------------------------------- the strategy's step
+        gen = c_canvas[:, h + win.c0 : end]
+        c_masked = win.rows(masked)[:, win.c0 : win.c1]
+        c_editable = win.rows(editable)[:, win.c0 : win.c1]
+        c_order = win.rows(order)[:, win.c0 : win.c1]
+        c_conf = win.rows(commit_conf)[:, win.c0 : win.c1]
+        c_own = win.rows(own_step).clone()  # own_step is updated in place below
+        c_step = torch.full_like(c_own, t - a_start)  # steps spent in the block: the same for every row in it
+        n_step = c_rows.shape[0]
+        given = _window_state(state, win, n_live, width)
+        seen = dict(given)
+        view = StepView(
+            logits=logits,
+            canvas=gen,
+            masked=c_masked,
+            editable=c_editable,
+            block_of=in_block,
+            block=in_block[:1].expand(n_step),
+            block_step=c_step,
+            step=c_own,
+            rows=c_rows,
+            # a row's draws follow its own step count (rows that sat steps out are behind t)
+            rng_keys=sampling.keys_at_step(win.rows(rng_keys), c_own, t) if waited else rng_keys,
+            t=t,
+            temperature=float(strategy.options.temperature),
+            mask_id=mask_id,
+            eos_id=eos_id,
+            num_blocks=nominal_blocks,
+            block_length=block,
+            commit_conf=c_conf,
+            state=seen,
+            aux={**context, "canvas": c_canvas, "attention_mask": c_real},
+        )
+        view.__dict__["candidates"] = c_masked  # the window is the active block
+        if focus_kind != "all":
+            view.focus = c_masked
+            view.focus_masked = True
+        decision = strategy.step(view)
+
+        commit = decision.commit & c_masked
+        if view.focus is not None and "_where" not in view.__dict__:
+            view.focus = commit  # the rule read no per-position quantity: x0 / confidence only where it commits
+        tokens = view.x0 if decision.tokens is None else decision.tokens
+        conf = view.confidence if decision.confidence is None else decision.confidence
+        new_gen = torch.where(commit, tokens, gen)
+        here = c_own.unsqueeze(1)
+        if decision.edit is not None:  # token-to-token edits of settled slots (edit-threshold)
+            edit = decision.edit & ~c_masked & c_editable
+            new_gen = torch.where(edit, tokens, new_gen)
+            c_order = torch.where(edit, here, c_order)
+        new_masked = c_masked ^ commit  # commit is a subset of c_masked
+        c_order = torch.where(commit, here, c_order)
+        c_conf = torch.where(commit, conf.float(), c_conf)
+        slots = win.rows(out_slot)[:, win.c0 : win.c1]
+        net = (commit & slots).sum(dim=1)
+        c_remasks = None
+        if decision.remask is not None:
+            remask = decision.remask & ~new_masked & c_editable
+            new_gen = torch.where(remask, mask_id, new_gen)
+            new_masked = new_masked | remask
+            c_order = torch.where(remask, -1, c_order)
+            n_remask = (remask & slots).sum(dim=1)
+            c_remasks = win.rows(remasks) + n_remask
+            net = net - n_remask
+        c_held = None if decision.hold is None else decision.hold.to(device=device, dtype=torch.bool)
+
+        win.put_cols(canvas, new_gen, offset=h)
+        win.put_cols(masked, new_masked)
+        win.put_cols(order, c_order)
+        win.put_cols(commit_conf, c_conf)
+        if c_remasks is not None:
+            win.put_rows(remasks, c_remasks)
+        if c_held is not None:
+            win.put_rows(held, c_held)
+            holding = True
+        elif holding:
+            win.put_rows(held, torch.zeros_like(c_own, dtype=torch.bool))
+        win.put_rows(own_step, c_own + 1)
+        _merge_state(state, seen, given, win, n_live, n_step, width, block)
+        tps_chunks.append((c_rows, c_own, net))
+        if return_history:
+            history.append((c_rows, win.rows(canvas)[:, h:].gather(1, win.rows(out_cols))))
+
+        # -------------------------------------------------------------- finished rows
+        c_all_masked = win.rows(masked)
+        c_done = ~c_all_masked.any(dim=1)
+        if c_held is not None:
+            c_done = c_done & ~c_held
+        if strategy.options.stop_at_eos:  # stop once the block holding the first EOS is complete
+            region = win.rows(canvas)[:, h:]
+            seen_eos = ((region[:, : win.c1] == eos_id) & win.rows(generated)[:, : win.c1]).any(dim=1)
+            stop = ~new_masked.any(dim=1) & seen_eos
+            if c_held is not None:
+                stop = stop & ~c_held
+            fill = stop.unsqueeze(1) & c_all_masked  # the later slots become EOS
+            whole = _Window(win.idx, 0, width)
+            whole.put_cols(canvas, torch.where(fill, eos_id, region), offset=h)
+            whole.put_cols(masked, c_all_masked & ~fill)
+            c_done = c_done | stop
+        done = c_done if win.idx is None else torch.zeros(n_live, dtype=torch.bool, device=device).index_fill_(
+            0, win.idx[c_done], True)
+        n_done = int(done.sum())
+        if n_done:
+            finish(done)
+            n_live -= n_done
+        t += 1
+
+    return collect(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_chunks, history, return_history)
