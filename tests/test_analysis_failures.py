@@ -61,6 +61,14 @@ def test_prefilled_tokens_trailing_padding_and_escaping():
     assert html.count("&lt;eos&gt;") == 1 and "×3" in html
 
 
+def test_line_breaks_between_grid_rows_are_visible_and_coloured():
+    from parallelbench.analysis.failures import _decode
+
+    row = _row(2, "x", 0.0, texts=("1342", "\n", "2431"), order=[0, 1, 0])
+    html = tokens_html(_decode(pd.Series(row)))
+    assert 'title="forward call 2 of 2">\u21b5\n</span>' in html  # the row break's own span, with its step
+
+
 def test_no_pairs_without_serial_or_parallel_runs():
     assert find_failures(pd.DataFrame()) == {}
     only_serial = pd.DataFrame([_row(1, "s1", 1.0)])

@@ -18,7 +18,8 @@ def test_word_pieces_round_trip_and_split_names():
     ids = tok.encode(text)
     assert tok.decode(ids + [tok.eos_id, ids[0]]) == text
     assert tok.token_texts(ids)[2:4] == ["Susan", " Fox"]
-    assert "".join(split_words("H,4,A,C 4,C,H,A")) == "H,4,A,C 4,C,H,A"
+    assert "".join(split_words("H,4,A,C\n4,C,H,A")) == "H,4,A,C\n4,C,H,A"
+    assert split_words("1342\n2431") == ["1342", "\n2431"]  # a Sudoku row is one piece, its line break in front
 
 
 def test_loader_registered_and_validates_options():

@@ -264,7 +264,13 @@ def test_sample_metrics_of_an_exported_doc_use_the_recorded_metadata(monkeypatch
     assert (got["nfe"], got["tokens_per_step"], got["input_length"], got["output_length"]) == (4.0, 16.0, 10.0, 3.0)
     assert got["dec_order_kendall"] == got["dec_order_kendall_ignore_pad"] == 1.0
     monkeypatch.setenv("PARALLELBENCH_SCORING", "paper")
-    assert m.sample_metrics(doc, sample.answer)["score"] == 0.0  # the paper's metric: rows on lines only
+    assert m.sample_metrics(doc, sample.answer)["score"] == 1.0  # grids one row per line: right in both modes
+    latin = get_task("puzzle/latin_square").samples(1)[0]
+    first, _, rest = latin.answer.partition("\n")
+    extra_cell = f"{first},{first[0]}\n{rest}"  # a fifth, repeated cell: only the paper's metric accepts it
+    assert m.sample_metrics(doc_of(latin), extra_cell)["score"] == 1.0
+    monkeypatch.setenv("PARALLELBENCH_SCORING", "default")
+    assert m.sample_metrics(doc_of(latin), extra_cell)["score"] == 0.0
     monkeypatch.setenv("PARALLELBENCH_SCORING", "strict")
     with pytest.raises(ValueError, match="valid: default, paper"):
         m.sample_metrics(doc, sample.answer)

@@ -23,7 +23,7 @@ def _samples() -> list[Sample]:
         s(0, "waiting_line/copy", "list_exact", json.dumps(NAMES), {"input": NAMES, "expected": NAMES}),
         s(1, "waiting_line/copy", "list_exact", json.dumps(NAMES[:2]), {"input": NAMES[:2], "expected": NAMES[:2]}),
         s(0, "waiting_line/shuffle", "list_shuffle", "", {"input": NAMES, "must_differ": True}),
-        s(0, "puzzle/sudoku", "sudoku", "", {"puzzle": "0042 2031 4023 3214", "solution": "1342 2431 4123 3214"}),
+        s(0, "puzzle/sudoku", "sudoku", "", {"puzzle": "0042\n2031\n4023\n3214", "solution": "1342\n2431\n4123\n3214"}),
         s(0, "text_writing/w2s_easy", "w2s", "", {"words": ["dog", "ball"]}),
     ]
 
@@ -75,7 +75,7 @@ def test_a_folder_of_task_files_and_partial_outputs(files, tmp_path):
     lines = tasks.read_text(encoding="utf-8").splitlines()
     (folder / "a.jsonl").write_text("\n".join(lines[:2]) + "\n", encoding="utf-8")
     (folder / "b.jsonl").write_text("\n".join(lines[2:]) + "\n", encoding="utf-8")
-    outputs = _write_jsonl(tmp_path / "few.jsonl", [{"id": "puzzle/sudoku/0", "output": "1342 2431 4123 3214"}])
+    outputs = _write_jsonl(tmp_path / "few.jsonl", [{"id": "puzzle/sudoku/0", "output": "1342\n2431\n4123\n3214"}])
     result = runner.invoke(app, ["score", "--tasks", str(folder), "--outputs", str(outputs)])
     assert result.exit_code == 0, result.output
     assert "puzzle/sudoku" in result.output
@@ -146,18 +146,24 @@ def test_an_outputs_folder_is_named_as_a_folder(files, tmp_path):
 # ---- scoring modes and rescoring a results database ------------------------------------------
 
 
-def test_scoring_paper_follows_the_papers_metric(files):
-    tmp, tasks, outputs = files
-    one_line = _write_jsonl(tmp / "one_line.jsonl", [{"id": "puzzle/sudoku/0", "output": "1342 2431 4123 3214"}])
+def test_scoring_paper_follows_the_papers_metric(tmp_path):
+    symbols = ["H", "4", "A", "C"]
+    square = Sample("puzzle/latin_square/0", "puzzle/latin_square", "prompt", [{"role": "user", "content": "prompt"}],
+                    "", "latin_square", {"symbols": symbols, "size": 4})
+    tasks = _write_jsonl(tmp_path / "latin.jsonl", [square.to_dict()])
+    # a first row with a fifth, repeated cell: not a Latin square, but the paper's metric only
+    # checks that each row's and column's set of cells is the set of symbols
+    extra_cell = "H,4,A,C,H\n4,C,H,A\nC,A,4,H\nA,H,C,4"
+    outputs = _write_jsonl(tmp_path / "out.jsonl", [{"id": square.id, "output": extra_cell}])
     scores = {}
     for mode in ("default", "paper"):
-        out = tmp / f"{mode}.jsonl"
-        result = runner.invoke(app, ["score", "--tasks", str(tasks), "--outputs", str(one_line), "--scoring", mode,
+        out = tmp_path / f"{mode}.jsonl"
+        result = runner.invoke(app, ["score", "--tasks", str(tasks), "--outputs", str(outputs), "--scoring", mode,
                                      "--per-sample", str(out)])
         assert result.exit_code == 0, result.output
         assert f"{mode} scoring" in result.output
         scores[mode] = json.loads(out.read_text(encoding="utf-8"))["score"]
-    assert scores == {"default": 1.0, "paper": 0.0}  # the paper's metric reads grid rows from lines only
+    assert scores == {"default": 0.0, "paper": 1.0}
 
 
 @pytest.mark.parametrize("value", ["strict", "Paper", ""])
@@ -177,10 +183,13 @@ def _stored_db(path: Path) -> Path:
     from parallelbench.tasks import get_task
 
     rows = []
-    for task_id, outputs in (("waiting_line/sort", None), ("puzzle/sudoku", None)):
+    for task_id in ("waiting_line/sort", "puzzle/latin_square"):
         task = get_task(task_id)
         for i, sample in enumerate(task.samples(3)):
             text = sample.answer if i < 2 else "no answer"
+            if task_id == "puzzle/latin_square" and i == 1:  # a fifth, repeated cell: paper mode accepts it
+                first, _, rest = text.partition("\n")
+                text = first + "," + first[0] + "\n" + rest
             rows.append({
                 "model": "tiny", "model_kind": "diffusion", "strategy": "confidence-topk", "strategy_kind": "topk",
                 "params": '{"k":1}', "config": "confidence-topk[k=1]", "task": task_id, "category": task.category,
@@ -198,8 +207,8 @@ def _stored_db(path: Path) -> Path:
 
 def test_rescoring_a_database_under_both_modes(tmp_path):
     db = _stored_db(tmp_path / "run.db")
-    for mode, expected in (("default", {"waiting_line/sort": 2 / 3, "puzzle/sudoku": 2 / 3}),
-                           ("paper", {"puzzle/sudoku": 0.0})):
+    for mode, expected in (("default", {"waiting_line/sort": 2 / 3, "puzzle/latin_square": 1 / 3}),
+                           ("paper", {"puzzle/latin_square": 2 / 3})):
         out = tmp_path / f"{mode}.jsonl"
         result = runner.invoke(app, ["score", "--db", str(db), "--scoring", mode, "--per-sample", str(out)])
         assert result.exit_code == 0, result.output
@@ -210,7 +219,7 @@ def test_rescoring_a_database_under_both_modes(tmp_path):
             got = [r["score"] for r in rows if r["task"] == task]
             assert sum(got) / len(got) == pytest.approx(mean), (mode, task)
         stored = {(r["task"], r["sample_id"]): r["stored"] for r in rows}
-        assert stored[("puzzle/sudoku", "puzzle/sudoku/0")] == 1.0  # the database itself is not changed
+        assert stored[("puzzle/latin_square", "puzzle/latin_square/1")] == 0.0  # the database itself is not changed
 
 
 def test_rescoring_errors_are_one_line(tmp_path, files):

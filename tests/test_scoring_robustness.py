@@ -20,7 +20,7 @@ SAMPLES = {
     "list_insert_random": {"input": NAMES, "word": "Juan Torres"},
     "list_remove_random": {"input": NAMES},
     "latin_square": {"symbols": ["H", "4", "A", "C"], "size": 4},
-    "sudoku": {"puzzle": "0042 2031 4023 3214", "solution": "1342 2431 4123 3214"},
+    "sudoku": {"puzzle": "0042\n2031\n4023\n3214", "solution": "1342\n2431\n4123\n3214"},
     "summarization": {"source": "Ann: hi!\nBob: hello.", "reference": "Ann and Bob greet each other."},
     "paraphrase": {"source": "Any idea of what sweater this is?", "references": ["Can you identify this sweater?"]},
     "w2s": {"words": ["dog", "park", "ball", "throw"]},
@@ -49,7 +49,9 @@ NASTY = {
     "mb_items": "[" + '"Susan Fox", ' * (MB // 13) + "]",
     "mb_commas": "a," * (MB // 2),
     "mb_rows": "H,4,A,C " * (MB // 8),
+    "mb_row_lines": "H,4,A,C\n" * (MB // 8),
     "mb_digits": "1342 " * (MB // 5),
+    "mb_digit_lines": "1342\n" * (MB // 5),
     "mb_dashes": "-" * MB,
     "mb_emoji": "🙂" * (MB // 4),
 }

@@ -66,7 +66,14 @@ def test_prompts_and_one_shot_examples_are_the_release_ones(release):
     assert s.messages[1]["content"] == '["Michelle Edwards", "Anna Diaz", "Sarah Griffin", "Kevin Porter", "Keith Wilson"]'
     sudoku = release.samples["puzzle/sudoku"][0]
     assert "\\n" not in sudoku.prompt and sudoku.prompt.endswith("Input:\n0042\n2031\n4023\n3214\nOutput:\n")
-    assert sudoku.data["puzzle"] == "0042 2031 4023 3214" and sudoku.data["solution"] == "1342 2431 4123 3214"
+    # grids keep the release's layout, one row per line, so prompt, answer and data agree
+    assert sudoku.data["puzzle"] == "0042\n2031\n4023\n3214" and sudoku.data["solution"] == "1342\n2431\n4123\n3214"
+    assert sudoku.answer == "1342\n2431\n4123\n3214" and sudoku.data["clues"] == 12
+    assert sudoku.messages[1]["content"] == "1342\n4213\n2134\n3421"
+    latin = release.samples["puzzle/latin_square"][0]
+    assert latin.prompt == "Generate a Latin square of size 4 with the symbols [H, 4, C, A]. Only output the final result as CSV."
+    assert latin.answer == "H,4,A,C\n4,C,H,A\nC,A,4,H\nA,H,C,4" and latin.data["symbols"] == ["H", "4", "C", "A"]
+    assert latin.messages[1]["content"] == "7,K,B,A\nB,A,K,7\nK,7,A,B\nA,B,7,K"
     w2s = release.samples["text_writing/w2s_easy"][0]
     assert w2s.messages == [{"role": "user", "content": "Construct a single, coherent sentence using the words dog, park, ball, and throw."}]
 
@@ -85,8 +92,7 @@ def test_release_references_are_valid_answers_and_score_correct(release, task_id
     for s in release.samples[task_id]:
         ref = _release_text(s)
         answers = valid_answers(s)
-        canonical = " ".join(ref.split()) if task_id.startswith("puzzle") else ref
-        assert canonical in answers, s.id  # independent of the scorer: our answer set holds it
+        assert ref in answers, s.id  # independent of the scorer: our answer set holds it, text for text
         result = score(s, ref)
         assert result.score == 1.0, (s.id, ref, result)
 
@@ -124,7 +130,7 @@ def test_release_sudoku_examples_are_test_items(release):
     """Known defect of the release: each Sudoku one-shot example is another test item."""
     samples = release.samples["puzzle/sudoku"]
     puzzles = {s.data["puzzle"] for s in samples}
-    examples = [" ".join(s.messages[0]["content"].split("Input:\n")[1].split("\nOutput:")[0].split()) for s in samples]
+    examples = [s.messages[0]["content"].split("Input:\n")[1].split("\nOutput:")[0] for s in samples]
     assert sum(e in puzzles for e in examples) == len(samples)
 
 

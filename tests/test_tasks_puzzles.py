@@ -1,6 +1,7 @@
 """Latin square and Sudoku generators and their answer sets."""
 
 import math
+import re
 
 import pytest
 
@@ -56,7 +57,7 @@ def test_sudoku_examples_never_reuse_a_test_grid_or_puzzle():
     test_puzzles = {s.data["puzzle"] for s in samples}
     test_solutions = {s.data["solution"] for s in samples}
     for s in samples:
-        ex_puzzle = s.messages[0]["content"].split("Input:\n")[1].split("\n")[0]
+        ex_puzzle = s.messages[0]["content"].split("Input:\n")[1].split("\nOutput:")[0]
         ex_solution = s.messages[1]["content"]
         assert ex_puzzle not in test_puzzles and ex_solution not in test_solutions
         assert sudoku_solutions(parse_sudoku(ex_puzzle)) == [parse_sudoku(ex_solution)]
@@ -82,9 +83,56 @@ def test_latin_square_samples_and_their_576_answers():
         assert f"[{', '.join(symbols)}]" in s.prompt
         answers = valid_answers(s)
         assert len(answers) == len(set(answers)) == 576 and s.answer in answers
-        rows = [r.split(",") for r in s.answer.split(" ")]
+        rows = [r.split(",") for r in s.answer.split("\n")]
         assert all(sorted(r) == sorted(symbols) for r in rows)
         assert all(sorted(col) == sorted(symbols) for col in zip(*rows))
         ex_symbols = s.messages[0]["content"].split("symbols [")[1].split("]")[0].split(", ")
         assert tuple(ex_symbols) not in test_symbol_lists
     assert math.factorial(4) * 24 == 576
+
+
+GRID_ROW = {"puzzle/sudoku": re.compile(r"[0-4]{4}"), "puzzle/latin_square": re.compile(r"[A-Z0-9](,[A-Z0-9]){3}")}
+
+
+@pytest.mark.parametrize("task_id", sorted(GRID_ROW))
+def test_grids_are_written_one_row_per_line_as_the_release_writes_them(task_id):
+    """Prompts, one-shot examples, answers, `data` and every valid answer: four lines of one
+    row each, no row separated by a space (the paper's metric reads rows from lines)."""
+    row = GRID_ROW[task_id]
+
+    def is_grid(text):
+        lines = text.split("\n")
+        return len(lines) == 4 and all(row.fullmatch(line) for line in lines)
+
+    for s in get_task(task_id).samples():
+        assert is_grid(s.answer) and is_grid(s.messages[1]["content"]), s.id
+        assert all(is_grid(a) for a in valid_answers(s)), s.id
+        if task_id == "puzzle/sudoku":
+            assert is_grid(s.data["puzzle"]) and is_grid(s.data["solution"])
+            for prompt in (s.prompt, s.messages[0]["content"]):
+                assert is_grid(prompt.split("Input:\n")[1].removesuffix("\nOutput:\n"))
+
+
+def test_templates_and_layout_are_the_release_ones():
+    """Our templates are the release's (`task_config.yaml`), and a release sample's text is what
+    our generator writes for the same grid and symbols."""
+    from parallelbench.tasks._grids import latin_text, sudoku_text
+    from parallelbench.tasks.official import load_release
+
+    from release_files import MISSING, RELEASE  # noqa: PLC0415
+
+    if not (RELEASE / "puzzle").is_dir():
+        pytest.skip(MISSING)
+    release = load_release(RELEASE, tasks={"puzzle/sudoku", "puzzle/latin_square"}).samples
+    ours = {t: get_task(t) for t in ("puzzle/sudoku", "puzzle/latin_square")}
+    for task_id, samples in release.items():
+        for s in samples:
+            if task_id == "puzzle/sudoku":
+                puzzle = parse_sudoku(s.data["puzzle"])
+                assert s.prompt == ours[task_id].prompt_template.format(sudoku=sudoku_text(puzzle))
+                assert s.answer == sudoku_text(parse_sudoku(s.answer))
+            else:
+                symbols = s.data["symbols"]
+                assert s.prompt == ours[task_id].prompt_template.format(size=4, symbols="[" + ", ".join(symbols) + "]")
+                grid = tuple(tuple(symbols.index(c) for c in line.split(",")) for line in s.answer.split("\n"))
+                assert s.answer == latin_text(grid, symbols)

@@ -35,7 +35,7 @@ def tok() -> WordTokenizer:
 
 
 def test_pieces_cover_text_exactly():
-    text = 'Fill 0042 2031\n\nInput:\n["Susan Fox", "Philip Gray"] H,4,A,C 4,C,H,A'
+    text = 'Fill 0042\n2031\n\nInput:\n["Susan Fox", "Philip Gray"] H,4,A,C\n4,C,H,A'
     assert "".join(split_pieces(text)) == text
 
 
@@ -63,8 +63,18 @@ def test_seven_names_fit_the_waiting_line_budget(tok):
 
 
 def test_puzzle_answers_round_trip(tok):
-    for text in ["1342 2431 4123 3214", "H,4,A,C 4,C,H,A C,A,4,H A,H,C,4"]:
+    for text in ["1342\n2431\n4123\n3214", "H,4,A,C\n4,C,H,A\nC,A,4,H\nA,H,C,4"]:
         assert tok.decode(tok.encode(text)) == text
+        assert tok.token_texts(tok.encode(text)).count("\n") == 3  # each line break is a token of its own
+
+
+def test_line_breaks_in_answers_do_not_split_instruction_phrases(tok):
+    """Grid rows end in a newline, but whitespace is not an item: the Sudoku prompt's text
+    after its grid stays one phrase, and the grid's rows are separated by newline tokens."""
+    assert "\n" not in tok.data_pieces
+    sudoku = get_task("puzzle/sudoku").samples(1)[0]
+    texts = tok.token_texts(tok.encode(sudoku.prompt))
+    assert texts[-1] == "\nOutput:\n" and texts.count("\n") == 3
 
 
 def test_unknown_words_error_names_them(tok):
@@ -187,20 +197,38 @@ def test_grid_positions_give_row_and_column_of_puzzle_cells(tok):
 
     sudoku = get_task("puzzle/sudoku").samples(1)[0]
     latin = get_task("puzzle/latin_square").samples(1)[0]
-    for sample, cells in ((sudoku, "3412 2143 1234 4321"), (latin, "H,E,J,0 0,J,E,H E,H,0,J J,0,H,E")):
+    for sample, cells in ((sudoku, "3412\n2143\n1234\n4321"), (latin, "H,E,J,0\n0,J,E,H\nE,H,0,J\nJ,0,H,E")):
         ids = tok.encode_prompt(sample.prompt) + tok.encode_answer(cells, 40)
         row, col = codes(ids)
         start = len(ids) - 40
         got = [(tok.decode([i]), r, c) for i, r, c in zip(ids[start:], row[0, start:].tolist(), col[0, start:].tolist())]
-        symbols = [g for g in got if g[0] not in (" ", ",", "")]
+        symbols = [g for g in got if g[0] not in ("\n", ",", "")]
         assert [(r, c) for _, r, c in symbols] == [(r, c) for r in range(4) for c in range(4)]
-        assert "".join(s for s, _, _ in symbols) == cells.replace(" ", "").replace(",", "")
-    # the Sudoku prompt's grid gets the same codes as the answer's cells
+        assert "".join(s for s, _, _ in symbols) == cells.replace("\n", "").replace(",", "")
+    # the Sudoku prompt's grid gets the same codes as the answer's cells: its first row
+    # follows "Input:\n" (a line break: not after a cell), its others a row break
     ids = tok.encode_prompt(sudoku.prompt)
     row, col = codes(ids)
-    grid = sudoku.data["puzzle"].replace(" ", "")
+    grid = sudoku.data["puzzle"].replace("\n", "")
     digits = [(r, c) for i, r, c in zip(ids, row[0].tolist(), col[0].tolist()) if tok.decode([i]) in "01234" and len(tok.decode([i])) == 1]
     assert digits[-16:] == [(r, c) for r in range(4) for c in range(4)] and len(grid) == 16
+
+
+def test_a_newline_ends_a_row_after_a_cell_and_starts_a_grid_elsewhere():
+    from parallelbench.models.tiny.model import grid_positions, split_line_breaks
+
+    # tokens: Input:\n  a  b  \n  c  d  \n  Output:  \n  x   (newline is id 9, listed as both)
+    ids = torch.tensor([[5, 1, 1, 9, 1, 1, 9, 6, 9, 1]])
+    nl, cell = ids == 9, ids == 1
+    line, row_break = split_line_breaks((ids == 5) | nl, nl, cell)
+    assert row_break[0].tolist() == [False, False, False, True, False, False, True, False, False, False]
+    assert line[0].tolist() == [True, False, False, False, False, False, False, False, True, False]
+    row, col = grid_positions(ids, line, row_break, torch.zeros_like(nl), size=8)
+    cells = [(r, c) for r, c, is_cell in zip(row[0].tolist(), col[0].tolist(), cell[0].tolist()) if is_cell]
+    assert cells == [(0, 0), (0, 1), (1, 0), (1, 1), (0, 0)]  # the cell after "Output:\n" starts a new grid
+    # a token listed as a line break only (the old layout's newline) stays one everywhere
+    line2, row2 = split_line_breaks(nl, ids == 7, cell)
+    assert torch.equal(line2, nl) and not row2.any()
 
 
 def test_grid_relations_link_cells_of_one_row_or_column_only():
@@ -222,7 +250,7 @@ def test_grid_exclusion_lowers_symbols_already_in_the_cells_row_or_column(tok):
     net = TinyDenoiser(model_config(TrainConfig(), tok)).eval()
     latin = get_task("puzzle/latin_square").samples(1)[0]
     prompt = tok.encode_chat(latin.messages)  # lists J, but only the answer's cells count
-    answer = tok.encode_answer("H,E,J,0 0,J,E,H E,H,0,J J,0,H,E", 40)
+    answer = tok.encode_answer("H,E,J,0\n0,J,E,H\nE,H,0,J\nJ,0,H,E", 40)
     cell = len(prompt) + 2 * 5  # row 1, column 1 ("J"); cells sit at every other token
     canvas = torch.tensor([prompt + answer])
     canvas[0, cell] = net.mask_id

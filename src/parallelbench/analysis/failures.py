@@ -143,7 +143,8 @@ def tokens_html(decode: Decode) -> str:
     last = max(decode.steps - 1, decode.last_step, 1)
     spans = []
     for text, step, count in _collapse_trailing(decode.tokens):
-        shown = html.escape(text) + (f"<sub>×{count}</sub>" if count > 1 else "")
+        # a line break (between grid rows) shows as a visible mark, coloured by its step, then breaks the line
+        shown = html.escape(text).replace("\n", "\u21b5\n") + (f"<sub>×{count}</sub>" if count > 1 else "")
         if step < 0:
             spans.append(f'<span class="tok prefilled" title="pre-filled">{shown}</span>')
             continue

@@ -2,7 +2,7 @@
 
 Why this shape:
 - Every token is a literal substring of the text, so ``decode(encode(t)) == t`` exactly and
-  answers such as ``["Susan Fox", "Philip Gray"]`` or ``1342 2431 4123 3214`` come back
+  answers such as ``["Susan Fox", "Philip Gray"]`` or ``1342\\n2431\\n4123\\n3214`` come back
   byte for byte.
 - Words carry their leading space, so a first name (``Susan``) and a last name (`` Fox``)
   are separate tokens and a parallel decode can tear names apart, as in the paper.
@@ -85,7 +85,9 @@ class WordTokenizer:
         pairs = list(pairs)
         data: set[str] = set(extra_pieces)
         for _, answer in pairs:
-            data.update(split_pieces(answer, SPLITTER))
+            # whitespace in an answer (the line break between grid rows) is layout, not an
+            # item: it may join an instruction phrase ("\nOutput:\n" after a prompt's grid)
+            data.update(p for p in split_pieces(answer, SPLITTER) if p.strip())
         pieces: Counter[str] = Counter()
         phrases: Counter[str] = Counter()
         for prompt, answer in pairs:

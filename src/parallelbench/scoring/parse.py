@@ -81,13 +81,3 @@ def comma_cells(row: str) -> list[str]:
 def decimal_digits(text: str) -> list[int]:
     """The values of every decimal digit character of `text` (ASCII or not: ``"１２"`` -> [1, 2])."""
     return [int(ch) for ch in text if ch.isdecimal()]
-
-
-def one_line_grid(line: str, size: int, is_row) -> list[str] | None:
-    """The rows of a grid written on one line, rows separated by whitespace (the layout of
-    the paper's table and of our tasks' one-shot examples: ``1342 2431 4123 3214``), when
-    `line` is exactly `size` such rows by `is_row`; else None."""
-    tokens = line.split()
-    if len(tokens) != size or not all(is_row(tok) for tok in tokens):
-        return None
-    return tokens

@@ -10,12 +10,10 @@ lines between or around the rows ignored.
   non-blank lines of `size` digits each.
 
 Two modes (`base.SCORING_MODES`): ``paper`` is the paper's metric exactly; ``default``
-differs in two ways only. It rejects a Latin square row with a repeated cell
-(``H,4,A,C,C``), which the paper's metric accepts but is not a Latin square. And it
-also reads a grid written on one line, rows separated by spaces (``1342 2431 4123
-3214``): the layout of the paper's table of prompts and of our tasks' own one-shot
-examples and reference answers, which the paper's metric (reading rows from lines only)
-scores 0.
+differs in one way only: it rejects a Latin square row with a repeated cell
+(``H,4,A,C,C``), which the paper's metric accepts but is not a Latin square. Both read
+rows from lines only, so a grid written on one line (``1342 2431 4123 3214``) scores 0
+in both; our tasks write every grid one row per line, as the original release does.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ import math
 from typing import TYPE_CHECKING, Callable
 
 from parallelbench.scoring.base import Scores, register_scorer
-from parallelbench.scoring.parse import comma_cells, decimal_digits, nonblank_lines, one_line_grid
+from parallelbench.scoring.parse import comma_cells, decimal_digits, nonblank_lines
 
 if TYPE_CHECKING:
     from parallelbench.tasks.base import Sample
@@ -44,29 +42,16 @@ def is_latin_square(grid: Grid, symbols: list[str]) -> bool:
 # ---- Latin square ----------------------------------------------------------------------
 
 
-def latin_rows(text: str, symbols: list[str], mode: str) -> Grid | None:
+def latin_rows(text: str, symbols: list[str]) -> Grid | None:
     """The first `size` row lines of `text` as cells, or None when there are fewer.
 
     A row line's comma-separated cells, stripped, are exactly the set of symbols (so a
-    repeated cell still passes here). In default mode a line holding `size` such rows
-    separated by whitespace counts as those rows.
+    repeated cell still passes here; `latin_ok` tells the modes apart). Both modes read
+    the same rows.
     """
     want = set(symbols)
-    size = len(want)
-
-    def is_row(line: str) -> bool:
-        return set(comma_cells(line)) == want
-
-    rows: Grid = []
-    for line in nonblank_lines(text):
-        if is_row(line):
-            rows.append(comma_cells(line))
-        elif mode == "default":
-            tokens = one_line_grid(line, size, is_row)
-            rows.extend(comma_cells(tok) for tok in tokens or ())
-        if len(rows) >= size:
-            return rows[:size]
-    return None
+    rows = [comma_cells(line) for line in nonblank_lines(text) if set(comma_cells(line)) == want]
+    return rows[: len(want)] if len(rows) >= len(want) else None
 
 
 def latin_ok(rows: Grid, symbols: list[str], mode: str, first_row: list[str] | None) -> bool:
@@ -89,7 +74,7 @@ def _latin(sample: "Sample", output: str, mode: str) -> Scores:
         return Scores(0.0, {"lenient": 0.0, "strict": 0.0})
     first_row = data.get("first_row")
     first_row = [str(s) for s in first_row] if isinstance(first_row, (list, tuple)) else None
-    rows = latin_rows(output, symbols, mode)
+    rows = latin_rows(output, symbols)
     ok = float(rows is not None and latin_ok(rows, symbols, mode, first_row))
     return Scores(ok, {"lenient": ok, "strict": ok})
 
@@ -110,25 +95,11 @@ def score_latin_square_paper(sample: "Sample", output: str) -> Scores:
 IntGrid = list[list[int]]
 
 
-def _digit_row(size: int) -> Callable[[str], bool]:
-    def is_row(token: str) -> bool:
-        return len(token) == size and token.isdecimal()
-
-    return is_row
-
-
-def sudoku_lenient(text: str, size: int, mode: str) -> IntGrid | None:
+def sudoku_lenient(text: str, size: int) -> IntGrid | None:
     """Rows = lines with exactly `size` decimal digits once spaces and commas are dropped (other
-    characters are skipped); exactly `size` such lines, else None. Default mode also
-    expands a line of `size` whitespace-separated rows."""
+    characters are skipped); exactly `size` such lines, else None."""
     rows: IntGrid = []
-    one_line_row = _digit_row(size)
     for line in text.split("\n"):
-        if mode == "default":
-            tokens = one_line_grid(line, size, one_line_row)
-            if tokens is not None:
-                rows.extend(decimal_digits(tok) for tok in tokens)
-                continue
         digits = decimal_digits(line.replace(" ", "").replace(",", ""))
         if len(digits) == size:
             rows.append(digits)
@@ -137,16 +108,11 @@ def sudoku_lenient(text: str, size: int, mode: str) -> IntGrid | None:
     return rows if len(rows) == size else None
 
 
-def sudoku_strict(text: str, size: int, mode: str) -> IntGrid | None:
+def sudoku_strict(text: str, size: int) -> IntGrid | None:
     """Exactly `size` non-blank lines, each exactly `size` decimal digits (surrounding whitespace
-    aside). Default mode also takes the whole output as one line of `size` such rows."""
+    aside)."""
     lines = nonblank_lines(text)
-    is_row = _digit_row(size)
-    if mode == "default" and len(lines) == 1:
-        tokens = one_line_grid(lines[0], size, is_row)
-        if tokens is not None:
-            lines = tokens
-    if len(lines) != size or not all(is_row(line) for line in lines):
+    if len(lines) != size or not all(len(line) == size and line.isdecimal() for line in lines):
         return None
     return [decimal_digits(line) for line in lines]
 
@@ -184,7 +150,7 @@ def _solution(data: dict, size: int) -> IntGrid | None:
     return [decimal_digits(r) for r in rows]
 
 
-def _sudoku(sample: "Sample", output: str, mode: str) -> Scores:
+def _sudoku(sample: "Sample", output: str) -> Scores:
     output = output if isinstance(output, str) else ""
     data = sample.data or {}
     puzzle = str(data.get("puzzle") or "").split()
@@ -192,8 +158,8 @@ def _sudoku(sample: "Sample", output: str, mode: str) -> Scores:
     if size == 0 or any(len(row) != size for row in puzzle):
         return Scores(0.0, {"lenient": 0.0, "strict": 0.0})
     check = _sudoku_check(puzzle, _solution(data, size))
-    lenient_grid = sudoku_lenient(output, size, mode)
-    strict_grid = sudoku_strict(output, size, mode)
+    lenient_grid = sudoku_lenient(output, size)
+    strict_grid = sudoku_strict(output, size)
     lenient = float(lenient_grid is not None and check(lenient_grid))
     strict = float(strict_grid is not None and check(strict_grid))
     return Scores(lenient, {"lenient": lenient, "strict": strict})
@@ -202,10 +168,5 @@ def _sudoku(sample: "Sample", output: str, mode: str) -> Scores:
 @register_scorer("sudoku")
 def score_sudoku(sample: "Sample", output: str) -> Scores:
     """The puzzle's solution (``data["solution"]``); without a stored solution, any valid
-    grid that keeps the given cells."""
-    return _sudoku(sample, output, "default")
-
-
-@register_scorer("sudoku", mode="paper")
-def score_sudoku_paper(sample: "Sample", output: str) -> Scores:
-    return _sudoku(sample, output, "paper")
+    grid that keeps the given cells. The same in both scoring modes (no paper variant)."""
+    return _sudoku(sample, output)

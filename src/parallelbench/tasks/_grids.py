@@ -51,15 +51,16 @@ def sudoku_grids() -> tuple[Grid, ...]:
 
 
 def sudoku_text(grid: Grid) -> str:
-    """`1342 2431 4123 3214`: rows as digit strings, 0 for an empty cell."""
-    return " ".join("".join(str(v) for v in row) for row in grid)
+    """`1342\\n2431\\n4123\\n3214`: one row per line as digit strings, 0 for an empty cell
+    (the layout of the original release's prompts and answers)."""
+    return "\n".join("".join(str(v) for v in row) for row in grid)
 
 
 def parse_sudoku(text: str) -> Grid:
     """Inverse of `sudoku_text`; rows may be separated by any whitespace."""
     rows = text.split()
     if len(rows) != 4 or any(len(r) != 4 or not r.isdigit() for r in rows):
-        raise ValueError(f"not a 4x4 Sudoku text: {text!r} (expected e.g. '0042 2031 4023 3214')")
+        raise ValueError(f"not a 4x4 Sudoku text: {text!r} (expected four rows of four digits, e.g. '0042\\n2031\\n4023\\n3214')")
     return tuple(tuple(int(c) for c in r) for r in rows)
 
 
@@ -95,5 +96,6 @@ def sudoku_solutions(puzzle: Grid) -> list[Grid]:
 
 
 def latin_text(grid: Grid, symbols: list[str]) -> str:
-    """`H,4,A,C 4,C,H,A ...`: cells joined by commas, rows by a space."""
-    return " ".join(",".join(symbols[v] for v in row) for row in grid)
+    """`H,4,A,C\\n4,C,H,A\\n...`: cells joined by commas, one row per line (the original
+    release's CSV layout)."""
+    return "\n".join(",".join(symbols[v] for v in row) for row in grid)

@@ -96,11 +96,6 @@ def _answer_text(answer: Any) -> str | None:
     return answer if isinstance(answer, str) else answer.get("example") if isinstance(answer, dict) else None
 
 
-def _rows(text: str) -> str:
-    """Release grids put rows on separate lines; ours separate them by a space."""
-    return " ".join(text.split())
-
-
 def convert_line(line: dict[str, Any], *, task_id: str, template: str, rel: str, index: int) -> Sample:
     """One release JSONL record -> one Sample of `task_id`."""
     inp = line["input"]
@@ -162,10 +157,12 @@ def _score_data(task_id: str, inp: dict[str, Any], answer: Any) -> tuple[str, di
     if task_id == "puzzle/latin_square":
         symbols = [s.strip() for s in inp["symbols"].strip("[]").split(",")]
         data = {"n": int(inp["size"]), "size": int(inp["size"]), "symbols": symbols, "release_answer": release_text}
-        return "latin_square", data, _rows(release_text or "")
+        return "latin_square", data, release_text or ""
     if task_id == "puzzle/sudoku":
-        puzzle, solution = _rows(inp["sudoku"]), _rows(release_text or "")
-        clues = sum(c != "0" for c in puzzle.replace(" ", ""))
+        # the release's grids as they are (one row per line, as in our own tasks), so the
+        # reference answer, `data` and the prompt's grid agree
+        puzzle, solution = inp["sudoku"], release_text or ""
+        clues = sum(c.isdigit() and c != "0" for c in puzzle)
         data = {"n": 4, "size": 4, "clues": clues, "puzzle": puzzle, "solution": solution, "release_answer": release_text}
         return "sudoku", data, solution
     if task_id == "text_writing/summarization":

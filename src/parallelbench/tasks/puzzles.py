@@ -1,8 +1,11 @@
 """Puzzles: 4x4 Latin square over random symbols and 4x4 Sudoku with a unique solution.
 
-Both one-shot. Answers in the paper's text forms: Latin square cells joined by commas
-and rows by a space (`H,4,A,C 4,C,H,A C,A,4,H A,H,C,4`), Sudoku rows as digit strings
-(`1342 2431 4123 3214`, 0 for an empty cell in the puzzle).
+Both one-shot. Grids are written as the original release writes them, one row per line:
+the Latin square as CSV, cells joined by commas (`H,4,A,C\\n4,C,H,A\\nC,A,4,H\\nA,H,C,4`),
+Sudoku rows as digit strings (`1342\\n2431\\n4123\\n3214`, 0 for an empty cell in the
+puzzle), in prompts, one-shot examples, reference answers and `data` alike. The paper's
+metric reads rows from lines, so a grid on one line would score 0 against it. (The
+paper's table of prompts prints the grids flattened onto one line; that is typesetting.)
 """
 
 from __future__ import annotations

@@ -58,11 +58,15 @@ class TinyConfig:
     # pointer can keep a person's two names together without an induction circuit.
     neighbours: bool = False
     # Grid embedding (row and column, as in TAPAS's table embeddings): after the latest
-    # line break, the answer's start or a list opener, a token's row is the number of
-    # `grid_row_ids` (spaces) before it and its column the number of cells (tokens other
-    # than row breaks and `grid_skip_ids`, i.e. commas) since the row began. A Sudoku or
-    # Latin-square cell then shares its row / column code with the cells it must differ
-    # from, in the answer and in the prompt's grid alike. 0 turns it off.
+    # line break (`grid_line_ids`), the answer's start or a list opener, a token's row is
+    # the number of row breaks (`grid_row_ids`) before it and its column the number of
+    # cells (tokens other than row breaks and `grid_skip_ids`, i.e. commas) since the row
+    # began. A token in both lists (the newline of grids written one row per line) is a row
+    # break right after a cell (`grid_cell_ids` or [MASK]) and a line break anywhere else,
+    # so `Input:\n0042\n2031\n...` starts its grid after `Input:\n`, as the answer's grid
+    # starts after [SEP]. A Sudoku or Latin-square cell then shares its row / column code
+    # with the cells it must differ from, in the answer and in the prompt's grid alike.
+    # 0 turns it off.
     grid: int = 0
     grid_line_ids: list[int] | None = None
     grid_row_ids: list[int] | None = None
@@ -306,10 +310,12 @@ class TinyDenoiser(nn.Module):
     def _grid_codes(self, src: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         cfg = self.cfg
         opener = [] if cfg.list_open_id is None else [cfg.list_open_id]
-        return grid_positions(
-            src, _isin(src, [self.sep_id, *(cfg.grid_line_ids or []), *opener]), _isin(src, cfg.grid_row_ids or []),
-            _isin(src, cfg.grid_skip_ids or []) | ~attention_mask, cfg.grid,
-        )
+        line = _isin(src, [self.sep_id, *(cfg.grid_line_ids or []), *opener])
+        row_break = _isin(src, cfg.grid_row_ids or [])
+        skip = _isin(src, cfg.grid_skip_ids or []) | ~attention_mask
+        cells = self._cells(src)
+        line, row_break = split_line_breaks(line, row_break, ~(line | row_break | skip) if cells is None else cells)
+        return grid_positions(src, line, row_break, skip, cfg.grid)
 
     def _cells(self, tokens: torch.Tensor) -> torch.Tensor | None:
         ids = self.cfg.grid_cell_ids
@@ -428,6 +434,21 @@ def _isin(canvas: torch.Tensor, ids: list[int]) -> torch.Tensor:
     if not ids:
         return torch.zeros_like(canvas, dtype=torch.bool)
     return torch.isin(canvas, torch.tensor(ids, device=canvas.device))
+
+
+def split_line_breaks(
+    line: torch.Tensor, row_break: torch.Tensor, cells: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(line, row_break) with every token marked as both resolved by what precedes it: a row
+    break right after a cell, a line break (the start of a new grid) anywhere else. See
+    TinyConfig.grid; tokens marked as one of the two only are left as they are."""
+    both = line & row_break
+    if not bool(both.any()):
+        return line, row_break
+    after_cell = torch.zeros_like(cells)
+    after_cell[:, 1:] = cells[:, :-1]
+    ends_row = both & after_cell
+    return line & ~ends_row, row_break & ~(both & ~after_cell)
 
 
 def grid_positions(

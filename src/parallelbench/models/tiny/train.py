@@ -158,14 +158,15 @@ def model_config(cfg: TrainConfig, tok: WordTokenizer) -> TinyConfig:
 
 def grid_token_ids(tok: WordTokenizer) -> dict:
     """The tokens that shape a grid (see TinyConfig.grid): line breaks (any token holding a
-    newline), the row break (a space), the skipped separator (a comma) and the cells (single
-    letters and digits)."""
+    newline), the row break (the newline token itself, which ends a row after a cell: our
+    grids are written one row per line), the skipped separator (a comma) and the cells
+    (single letters and digits)."""
     def ids(word: str) -> list[int] | None:
         return [tok.index[word]] if word in tok.index else None
 
     return {
         "grid_line_ids": [i for w, i in tok.index.items() if "\n" in w],
-        "grid_row_ids": ids(" "),
+        "grid_row_ids": ids("\n"),
         "grid_skip_ids": ids(","),
         "grid_cell_ids": sorted(i for w, i in tok.index.items() if len(w) == 1 and w.isalnum()),
     }
