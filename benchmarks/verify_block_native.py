@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import verify_common as common  # noqa: E402
+import _verify_common as common  # noqa: E402
 
 OFFICIAL_FILES = {
     "sdar": ("sdar/modeling_sdar.py", "sdar/configuration_sdar.py", "sdar/generate.py"),

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import verify_common as common  # noqa: E402
+import _verify_common as common  # noqa: E402
 
 # --official DIR: NVlabs/Fast-dLLM's tree (at least these files) plus ML-GSAI/LLaDA's generate.py at its root
 OFFICIAL_FILES = {

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = sorted((ROOT / "benchmarks").glob("*.py"))
+SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_"))  # _name.py: shared parts, not scripts
 #: exit status a script uses for "cannot run here" (the automake convention for a skipped test)
 SKIP = 77
 TIMEOUT_S = 300  # generous: CI boxes can be loaded; --quick runs take seconds when idle
