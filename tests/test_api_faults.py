@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import sqlite3
 import struct
@@ -372,7 +373,10 @@ def test_ctrl_c_says_in_one_line_how_many_rows_are_saved(serve, tmp_path: Path) 
             "--limit", "12", "--batch-size", "1", "--db", str(db), "--no-progress", "--no-report",
             "--model-opt", f"base_url={s.url}", "--model-opt", "concurrency=1"]
     env = {**os.environ, "PARALLELBENCH_API_KEY": KEY, "COLUMNS": "200"}
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    # As from a terminal: a test run started in the background (`pytest &`, nohup) ignores SIGINT,
+    # and the child would inherit that and never see the Ctrl-C.
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while time.time() < deadline and len(s.log) < 3:
         time.sleep(0.05)
