@@ -110,29 +110,9 @@ def _run(coro):
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return _run_interruptible(coro)
+        return asyncio.run(coro)
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coro).result()
-
-
-def _run_interruptible(coro):
-    """`asyncio.run` without its Ctrl-C handler. That handler turns Ctrl-C into a cancel of the
-    main task, and a Ctrl-C landing just after the task finished is lost (the run went on and
-    exited 0); here it raises KeyboardInterrupt wherever it lands, and the requests still
-    pending are cancelled and their connections closed."""
-    loop = asyncio.new_event_loop()
-    try:
-        return loop.run_until_complete(coro)
-    finally:
-        try:
-            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            loop.close()
 
 
 def failed_generation(reason: str, category: str, wall_time: float) -> Generation:
