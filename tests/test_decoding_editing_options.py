@@ -179,48 +179,16 @@ def test_confidence_bound_never_skips_a_possible_edit():
 def test_edit_fast_path_with_chunk_bounds_equals_the_plain_rule(rule):
     """With a vocabulary the chunked arg-max splits (256 = 2 x 128), rows that cannot reach the
     threshold are skipped by a bound on the normaliser; the edits are the plain rule's."""
-    from parallelbench.decoding import selection
-    from parallelbench.decoding.schedules.edit_threshold import EditThreshold
-    from parallelbench.decoding.view import Decision
-
-    class Plain(EditThreshold):
-        def step(self, view):
-            o = self.options
-            commit = selection.threshold(view.decision_confidence, view.candidates, o.threshold, view.confidence)
-            probs = torch.softmax(view.logits.float(), -1)
-            p_now = probs.gather(-1, view.canvas.unsqueeze(-1)).squeeze(-1)
-            proposals = probs.clone()
-            proposals[..., view.mask_id] = -1.0
-            p_top, best = proposals.max(-1)
-            quantity = p_top - p_now if o.edit_rule == "gain" else p_top
-            edit = view.committed & view.in_block & (best != view.canvas) & (quantity > o.edit_threshold)
-            view.state["extra_edits"] = view.state["extra_edits"] + edit.sum(dim=1)
-            return Decision(commit=commit, edit=edit, tokens=torch.where(edit, best, view.x0))
-
-    class Net(torch.nn.Module):  # a random bidirectional mixer: predictions shift as the canvas fills
-        vocab_size, mask_id, eos_id = 256, 0, 1
-
-        def __init__(self, scale):
-            super().__init__()
-            torch.manual_seed(5)
-            self.scale = scale
-            self.embed = torch.nn.Embedding(256, 32)
-            self.mix = torch.nn.Linear(32, 32)
-            self.head = torch.nn.Linear(32, 256)
-
-        def forward(self, canvas, *, attention_mask=None, rows=None):
-            x = self.embed(canvas)
-            x = x + 3.0 * torch.tanh(self.mix(x.mean(dim=1, keepdim=True)))
-            return self.head(x) * self.scale
+    from edit_threshold_reference import MixerNet, PlainEditThreshold
 
     g = torch.Generator().manual_seed(2)
     prompts = [torch.randint(2, 256, (8,), generator=g).tolist() for _ in range(6)]
     edits = 0
     for scale, threshold, edit in ((3.0, 0.3, 0.1), (6.0, 0.5, 0.3), (8.0, 0.7, 0.5), (4.0, 0.2, 0.05)):
         params = dict(threshold=threshold, edit_threshold=edit, edit_rule=rule)
-        net = Net(scale)
+        net = MixerNet(256, seed=5, scale=scale)
         fast = decode(net, prompts, gen_length=16, strategy=build_strategy("edit-threshold", **params))
-        plain = decode(net, prompts, gen_length=16, strategy=Plain(**params))
+        plain = decode(net, prompts, gen_length=16, strategy=PlainEditThreshold(**params))
         assert [r.tokens for r in fast] == [r.tokens for r in plain] and [r.nfe for r in fast] == [r.nfe for r in plain]
         edits += sum(r.extra["edits"] for r in fast)
     assert edits > 0

@@ -210,45 +210,17 @@ def test_prophet_early_commit_fills_later_blocks_with_their_top_tokens():
 
 def test_edit_threshold_fast_path_equals_the_textbook_rule():
     """The gathered, bounded computation makes the same edits as the plain softmax rule."""
-    from parallelbench.decoding import build_strategy, decode, selection
-    from parallelbench.decoding.schedules.edit_threshold import EditThreshold
-    from parallelbench.decoding.view import Decision
+    from edit_threshold_reference import MixerNet, PlainEditThreshold
 
-    class Plain(EditThreshold):
-        def step(self, view):
-            o = self.options
-            commit = selection.threshold(view.decision_confidence, view.candidates, o.threshold, view.confidence)
-            probs = torch.softmax(view.logits.float(), -1)
-            p_now = probs.gather(-1, view.canvas.unsqueeze(-1)).squeeze(-1)
-            proposals = probs.clone()
-            proposals[..., view.mask_id] = -1.0
-            p_top, best = proposals.max(-1)
-            edit = view.committed & view.in_block & (best != view.canvas) & (p_top - p_now > o.edit_threshold)
-            view.state["extra_edits"] = view.state["extra_edits"] + edit.sum(dim=1)
-            return Decision(commit=commit, edit=edit, tokens=torch.where(edit, best, view.x0))
+    from parallelbench.decoding import build_strategy, decode
 
-    class Net(torch.nn.Module):  # a random bidirectional mixer: predictions shift as the canvas fills
-        vocab_size, mask_id, eos_id = 97, 0, 1
-
-        def __init__(self):
-            super().__init__()
-            torch.manual_seed(3)
-            self.embed = torch.nn.Embedding(97, 32)
-            self.mix = torch.nn.Linear(32, 32)
-            self.head = torch.nn.Linear(32, 97)
-
-        def forward(self, canvas, *, attention_mask=None, rows=None):
-            x = self.embed(canvas)
-            x = x + 3.0 * torch.tanh(self.mix(x.mean(dim=1, keepdim=True)))
-            return self.head(x) * 3.0
-
-    net = Net()
+    net = MixerNet(97, seed=3, scale=3.0)
     g = torch.Generator().manual_seed(1)
     prompts = [torch.randint(2, 97, (8,), generator=g).tolist() for _ in range(6)]
     total_edits = 0
     for threshold, edit in ((0.3, 0.1), (0.7, 0.5), (0.2, 0.05)):
         fast = decode(net, prompts, gen_length=16, strategy=build_strategy("edit-threshold", threshold=threshold, edit_threshold=edit))
-        plain = decode(net, prompts, gen_length=16, strategy=Plain(threshold=threshold, edit_threshold=edit))
+        plain = decode(net, prompts, gen_length=16, strategy=PlainEditThreshold(threshold=threshold, edit_threshold=edit))
         assert [r.tokens for r in fast] == [r.tokens for r in plain] and [r.nfe for r in fast] == [r.nfe for r in plain]
         total_edits += sum(int(r.extra.get("edits", 0)) for r in fast)
     assert total_edits > 0  # the comparison exercised the edit path
