@@ -115,6 +115,11 @@ class Strategy:
     #: False for strategies that cannot run on a block-causal model (they draft or verify across
     #: the whole canvas); `check_model` then refuses such a model in one line.
     supports_block_causal: ClassVar[bool] = True
+    #: True for strategies whose decisions can change a written token (`Decision.edit` or
+    #: `Decision.remask`): the engine then keeps the repair record (decoding/repair.py) from the
+    #: first step. Others pay nothing; an undeclared strategy that edits anyway gets the record
+    #: from its first such decision (exact, but then only decodes in which it edited carry the keys).
+    rewrites: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
         fields = {f.name: f for f in dataclasses.fields(self.Options)}
