@@ -63,7 +63,7 @@ def run(
     seed: Optional[str] = typer.Option(None, "--seed", help="Seed(s), comma-separated (default 0)."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", "-b", help="Samples per generate call and per database transaction (default 8)."),
     db: Optional[str] = typer.Option(None, "--db", help="Results database (default ./parallelbench.db)."),
-    out: Optional[str] = typer.Option(None, "--out", help="Folder for the report (default ./parallelbench-out)."),
+    out: Optional[str] = typer.Option(None, "--out", help="Folder for the report (default: beside the database, named after it: parallelbench.db -> ./parallelbench-out, tour.db -> ./tour-out)."),
     executor: Optional[str] = typer.Option(None, "--executor", help="local (default) or ray."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Ray actors (one per CPU or GPU worker; default 2)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Existing Ray cluster address (default: start a local one)."),
@@ -167,7 +167,7 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
         from parallelbench.outputs import OutputError, check_folder
 
         try:
-            check_folder(spec.out, "the report")
+            check_folder(spec.report_out, "the report")
         except OutputError as exc:
             _fail(f"{exc} (or pass --no-report)")
             return
@@ -202,7 +202,7 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
         console.print("[yellow]no report written:[/yellow] the database holds no finished row yet (every sample of "
                       "this run failed); re-run the same command to retry them", soft_wrap=True, highlight=False)
     elif report:
-        report_path = _write_report(db_path, Path(spec.out), console, state)
+        report_path = _write_report(db_path, Path(spec.report_out), console, state)
     if report_path is None and not frame.empty:
         from parallelbench.runner.summary import print_summary
 
