@@ -41,9 +41,10 @@ def editing_configs(frame: pd.DataFrame) -> set[tuple[str, str]]:
         if strategy_rewrites(str(strategy)):
             out.add((model, config))
             continue
-        edits = pd.to_numeric(group.get("edits"), errors="coerce") if "edits" in group else pd.Series(dtype=float)
-        unmask = group["unmask_score"] if "unmask_score" in group else pd.Series([np.nan] * len(group))
-        evidence = (edits.fillna(0) > 0).any() or unmask.isna().any()
+        edits = pd.to_numeric(group["edits"], errors="coerce") if "edits" in group else pd.Series(dtype=float)
+        evidence = bool((edits.fillna(0) > 0).any())
+        if "unmask_score" in group:  # a frame without the columns (built by hand) tells nothing more
+            evidence = evidence or bool(group["unmask_score"].isna().any())
         if "unmask_output" in group:
             evidence = evidence or group["unmask_output"].notna().any()
         if evidence:
@@ -63,7 +64,8 @@ def repair_table(frame: pd.DataFrame, configs: set[tuple[str, str]] | None = Non
     data = frame[keep]
     out = []
     for (model, strategy, config, task), group in data.groupby(["model", "strategy", "config", "task"], sort=True):
-        unmask = pd.to_numeric(group["unmask_score"], errors="coerce")
+        unmask = (pd.to_numeric(group["unmask_score"], errors="coerce") if "unmask_score" in group
+                  else pd.Series(np.nan, index=group.index))
         measured = group[unmask.notna()]
         u = unmask[unmask.notna()].to_numpy(float)
         f = pd.to_numeric(measured["score"], errors="coerce").to_numpy(float)
