@@ -276,3 +276,65 @@ def test_sample_metrics_of_an_exported_doc_use_the_recorded_metadata(monkeypatch
     monkeypatch.setenv("PARALLELBENCH_SCORING", "strict")
     with pytest.raises(ValueError, match="valid: default, paper"):
         m.sample_metrics(doc, sample.answer)
+
+
+# ---- tasks of your own: a group per module, and the printed command runs as printed (issue 35 item 2) ----
+
+def test_user_tasks_export_a_group_and_the_printed_command_runs_through_lm_eval(tmp_path: Path, monkeypatch) -> None:
+    import os
+    import shlex
+    import uuid
+
+    from doc_blocks import block
+
+    module = f"pbu_{uuid.uuid4().hex[:10]}"
+    (tmp_path / f"{module}.py").write_text(block("runner.md", "# my_tasks.py"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    try:
+        res = runner.invoke(app, ["tasks", "export", "--format", "lm-eval", "--out", "my_lmeval",
+                                  "--tasks", f"{module}:make_tasks", "--limit", "3"])
+    finally:
+        sys.modules.pop(module, None)
+    assert res.exit_code == 0, res.output
+    group = f"{module}_all"
+    assert f"group: {group}" in (tmp_path / "my_lmeval" / f"_{group}.yaml").read_text()
+    (printed,) = [line for line in res.output.splitlines() if line.startswith("run: ")]
+    command = shlex.split(printed[len("run: "):])
+    assert command[:2] == ["parallelbench", "lm-eval"] and command[-2:] == ["--tasks", group], printed
+    launcher = [sys.executable, "-c", "import sys; from parallelbench.cli import main; sys.argv[0] = 'parallelbench'; main()"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "HF_DATASETS_OFFLINE": "1",
+           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.run([*launcher, *command[1:], "--output_path", "out"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(next((tmp_path / "out").rglob("results_*.json")).read_text())["results"]
+    assert "score,none" in results[group] and results["parallelbench_mine_any_order"]["nfe,none"] > 0
+
+
+def test_run_targets_name_what_was_exported() -> None:
+    from parallelbench.integrations.lm_eval_command import printed_commands, run_targets
+
+    tasks = [get_task("waiting_line/copy"), get_task("puzzle/sudoku"), get_task("waiting_line_n15/copy")]
+    assert run_targets(tasks, ["my_tasks_all"]) == ["parallelbench_all", "my_tasks_all", "parallelbench_waiting_line_n15_copy"]
+    run, other = printed_commands("my dir", ["parallelbench_all"])
+    assert run == ("run: parallelbench lm-eval --model parallelbench --model_args model=tiny "
+                   "--include_path 'my dir' --tasks parallelbench_all")
+    assert other.startswith("or any lm-eval model: lm_eval --model hf")
+
+
+@pytest.mark.parametrize("include, expected", [
+    ("nowhere", "error: --include_path nowhere: no such folder; give the folder written by "
+                "`parallelbench tasks export --format lm-eval --out DIR`"),
+    (None, "error: lm-eval has no task parallelbench_all; tasks written by `parallelbench tasks export --format "
+           "lm-eval --out DIR` need --include_path DIR (lm-eval's own tasks: lm_eval ls tasks)"),
+    ("pb_tasks", "error: lm-eval has no task parallelbench_al, neither its own nor in --include_path pb_tasks: it holds "
+                 "parallelbench_all, parallelbench_waiting_line, parallelbench_waiting_line_copy"),
+])
+def test_a_missing_or_wrong_include_path_is_one_line(tmp_path: Path, monkeypatch, include, expected) -> None:
+    monkeypatch.chdir(tmp_path)
+    export_lm_eval([get_task("waiting_line/copy")], tmp_path / "pb_tasks", limit=2)
+    task = "parallelbench_al" if include == "pb_tasks" else "parallelbench_all"
+    args = ["lm-eval", "--model", "parallelbench", "--model_args", "model=tiny", "--tasks", task]
+    res = runner.invoke(app, args + (["--include_path", include] if include else []))
+    assert res.exit_code == 2
+    assert res.output.strip() == expected, res.output

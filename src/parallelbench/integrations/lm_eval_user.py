@@ -1,5 +1,5 @@
 """Tasks of your own (`module:NAME`) in lm-eval: an exported folder that imports your module,
-and `parallelbench lm-eval --tasks module:NAME`.
+a group per module (`my_tasks_all`), and `parallelbench lm-eval --tasks module:NAME`.
 
 An exported task folder scores with our scorers (`utils.py`); a task of your own may use a
 scorer that only exists once your module is imported. `add_user_modules` appends to every
@@ -70,6 +70,31 @@ def add_user_modules(folder: str | Path, tasks: Iterable[Task]) -> list[tuple[st
     return modules
 
 
+def user_group_name(module: str) -> str:
+    """The lm-eval group of a user module's tasks: `my_tasks` -> `my_tasks_all`, `pkg.tasks` -> `pkg_tasks_all`."""
+    return re.sub(r"\W+", "_", module).strip("_") + "_all"
+
+
+def write_user_groups(folder: str | Path, tasks: Iterable[Task]) -> list[str]:
+    """One group per user module at the top of `folder` (`_my_tasks_all.yaml`), holding that
+    module's exported tasks, as `parallelbench_all` holds the paper's; returns the group names."""
+    from parallelbench.integrations.lm_eval_tasks import group_yaml, lm_eval_task_name
+    from parallelbench.tasks import task_source
+    from parallelbench.tasks.user import source_module
+
+    members: dict[str, list[str]] = {}
+    for task in tasks:
+        spec = task_source(task.id)
+        if spec:
+            members.setdefault(source_module(spec), []).append(lm_eval_task_name(task.id))
+    groups = []
+    for module, names in sorted(members.items()):
+        group = user_group_name(module)
+        (Path(folder) / f"_{group}.yaml").write_text(group_yaml(group, f"{module} (your tasks)", names), encoding="utf-8")
+        groups.append(group)
+    return groups
+
+
 def with_user_tasks(args: list[str], folder: str | Path) -> list[str]:
     """lm-eval arguments with every `module:NAME` item of `--tasks` exported into `folder`.
 
@@ -104,6 +129,7 @@ def with_user_tasks(args: list[str], folder: str | Path) -> list[str]:
                     target = Path(folder) / re.sub(r"\W+", "_", item)
                     rows = export_lm_eval(tasks, target)
                     add_user_modules(target, tasks)
+                    write_user_groups(target, tasks)
                     names += [name for name, _, _ in rows]
                 else:
                     names.append(item)
