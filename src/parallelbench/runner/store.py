@@ -344,41 +344,33 @@ class ResultsStore:
         self._conn.execute("DROP TABLE results_v1")
         self._status_known = True
 
-    def _add_order_columns(self) -> None:
-        """Inside the open transaction: add the order-metric columns a file written before them
-        lacks, computed for its rows from their stored `order`."""
+    def _add_columns(self, columns: Sequence[str], fields: Sequence[str], values_of) -> None:
+        """Inside the open transaction: add the `columns` a file written before them lacks, each
+        row's values from `values_of(row)` (a dict of its `fields`; None leaves a NULL)."""
         names = {r[1] for r in self._conn.execute("PRAGMA table_info(results)")}
-        missing = [c for c in ORDER_COLUMNS if c not in names]
-        for c in missing:
-            self._conn.execute(f"ALTER TABLE results ADD COLUMN {_q(c)} REAL")
-        if missing:
-            rows = self._conn.execute('SELECT id, "order" FROM results').fetchall()
-            sets = ", ".join(f"{_q(c)} = ?" for c in missing)
-            self._conn.executemany(
-                f"UPDATE results SET {sets} WHERE id = ?",
-                [(*(_order_metrics_of({"order": r[1]})[c] for c in missing), r[0]) for r in rows],
-            )
-        self._columns = None
-
-    def _add_repair_columns(self) -> None:
-        """Inside the open transaction: add the repair columns a file written before them lacks.
-        Rows of strategies that never change a written token get their exact values (unmask_score
-        = score, zero counts); rows of editing strategies stay NULL (not measured: `run --force`
-        decodes them again with the record), and no row is decoded again for them."""
-        names = {r[1] for r in self._conn.execute("PRAGMA table_info(results)")}
-        missing = [c for c in REPAIR_COLUMNS if c not in names]
+        missing = [c for c in columns if c not in names]
         for c in missing:
             self._conn.execute(f"ALTER TABLE results ADD COLUMN {_q(c)} {_TYPES.get(c, 'TEXT')}")
         if missing:
-            rows = self._conn.execute("SELECT id, strategy, model_kind, score, status FROM results").fetchall()
-            sets = ", ".join(f"{_q(c)} = ?" for c in missing)
+            rows = self._conn.execute(f"SELECT id, {', '.join(_q(f) for f in fields)} FROM results").fetchall()
             updates = []
-            for row_id, strategy, kind, score, status in rows:
-                values = repair_defaults({"strategy": strategy, "model_kind": kind, "score": score, "status": status})
-                if values["unmask_score"] is not None:
-                    updates.append((*(values[c] for c in missing), row_id))
+            for r in rows:
+                values = values_of(dict(zip(fields, r[1:])))
+                if any(values[c] is not None for c in missing):
+                    updates.append((*(values[c] for c in missing), r[0]))
+            sets = ", ".join(f"{_q(c)} = ?" for c in missing)
             self._conn.executemany(f"UPDATE results SET {sets} WHERE id = ?", updates)
         self._columns = None
+
+    def _add_order_columns(self) -> None:
+        """The order-metric columns, computed for older rows from their stored `order`."""
+        self._add_columns(ORDER_COLUMNS, ("order",), _order_metrics_of)
+
+    def _add_repair_columns(self) -> None:
+        """The repair columns. Rows of strategies that never change a written token get their exact
+        values (unmask_score = score, zero counts); rows of editing strategies stay NULL (not
+        measured: `run --force` decodes them again with the record); no row is decoded again."""
+        self._add_columns(REPAIR_COLUMNS, ("strategy", "model_kind", "score", "status"), repair_defaults)
 
     def _rollback(self) -> None:
         """Roll back if a transaction is still open; a failed rollback must not hide the first error."""
