@@ -338,3 +338,53 @@ def test_a_missing_or_wrong_include_path_is_one_line(tmp_path: Path, monkeypatch
     res = runner.invoke(app, args + (["--include_path", include] if include else []))
     assert res.exit_code == 2
     assert res.output.strip() == expected, res.output
+
+
+# ---- model=ideal on any task that gives valid answers, user tasks included (issue 35 item 8) ----
+
+def test_the_ideal_model_decodes_an_exported_user_task_in_a_fresh_process(tmp_path: Path) -> None:
+    import os
+    import uuid
+
+    from doc_blocks import block
+
+    module = f"pbu_{uuid.uuid4().hex[:10]}"
+    (tmp_path / f"{module}.py").write_text(block("runner.md", "# my_tasks.py"), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "HF_DATASETS_OFFLINE": "1",
+           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    launcher = [sys.executable, "-c", "import sys; from parallelbench.cli import main; sys.argv[0] = 'parallelbench'; main()"]
+    export = subprocess.run([*launcher, "tasks", "export", "--format", "lm-eval", "--out", "lm", "--tasks",
+                             f"{module}:make_tasks", "--limit", "4"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert export.returncode == 0, export.stderr
+    elsewhere = tmp_path / "elsewhere"  # lm-eval runs from another folder: the module is found where it was
+    elsewhere.mkdir()
+    proc = subprocess.run([*launcher, "lm-eval", "--model", "parallelbench", "--model_args",
+                           "model=ideal,strategy=confidence-topk,k=1", "--include_path", str(tmp_path / "lm"),
+                           "--tasks", f"{module}_all", "--output_path", "out"], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(next((elsewhere / "out").rglob("results_*.json")).read_text())["results"]
+    assert results["parallelbench_mine_any_order"]["score,none"] == 100.0  # one token per step is always right
+
+
+def test_the_ideal_model_names_the_task_and_the_reason_where_it_cannot_decode() -> None:
+    from parallelbench.integrations.lm_eval import ParallelBenchLM, ParallelBenchLMError
+
+    lm = ParallelBenchLM(model="ideal", strategy="confidence-topk", k=1)
+    sample = get_task("text_writing/paraphrasing").samples(1)[0]
+    doc = doc_of(sample)
+    req = _instance(doc["text"], {"until": [], "max_gen_toks": 8}, doc)
+    req.task_name = "parallelbench_text_writing_paraphrasing"
+    with pytest.raises(ParallelBenchLMError) as err:
+        lm.generate_until([req])
+    text = str(err.value)
+    assert "lm-eval task 'parallelbench_text_writing_paraphrasing'" in text and "no finite set of valid answers" in text
+    foreign = _instance("What is the capital of France? Answer:", {"until": ["\n"], "max_gen_toks": 8}, {"q": 1})
+    foreign.task_name = "pb_test_echo"
+    with pytest.raises(ParallelBenchLMError, match="cannot decode lm-eval task 'pb_test_echo': the ideal model needs "
+                                                   "every valid answer"):
+        lm.generate_until([foreign])
+    copy = get_task("waiting_line/copy").samples(1)[0]
+    ok = _instance(doc_of(copy)["text"], {"until": [], "max_gen_toks": 32}, doc_of(copy))
+    assert lm.generate_until([ok]) == [copy.answer]  # a task it can list decodes as before

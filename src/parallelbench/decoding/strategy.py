@@ -187,6 +187,7 @@ _BUILTIN_MODULES = (
     "parallelbench.decoding.schedules.edit_threshold",
     "parallelbench.decoding.schedules.prophet",
     "parallelbench.decoding.schedules.credit",
+    "parallelbench.decoding.schedules.multi_block",
     "parallelbench.decoding.remasking",
     "parallelbench.decoding.schedules.medusa",
 )

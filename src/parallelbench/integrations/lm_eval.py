@@ -190,6 +190,7 @@ class ParallelBenchLM(LM):
             length, temperature, until = self._settings(gen_kwargs)
             prepared.append((self._sample(context, getattr(req, "doc", None), i), until, length))
             groups.setdefault((length, temperature), []).append(i)
+        self._check_supported(requests, [p[0] for p in prepared])
         for (length, temperature), members in groups.items():
             strategy, canvas = self._strategy_for(length, temperature)
             for start in range(0, len(members), self.batch):
@@ -203,6 +204,29 @@ class ParallelBenchLM(LM):
                     self._record(requests[i], gen, canvas, self._input_length(sample), unmask)
         self._summary()
         return [o or "" for o in out]
+
+    def _check_supported(self, requests, samples: list[Sample]) -> None:
+        """Before any decoding: the ideal model, which needs every valid answer of a sample, says in
+        one line which lm-eval task it cannot decode and why. (A closed-vocabulary model such as
+        tiny runs anyway: `_fit_vocabulary` leaves out what it cannot encode.)"""
+        reason_of = getattr(self.model, "unsupported_reason", None)
+        if str(getattr(self.model, "kind", "")) != "ideal" or not callable(reason_of):
+            return
+        seen: set[str] = set()
+        for req, sample in zip(requests, samples):
+            task = str(getattr(req, "task_name", None) or sample.task)
+            if task in seen:
+                continue
+            seen.add(task)
+            if sample.task == "lm-eval":  # not one of ours: nothing lists its answers
+                raise ParallelBenchLMError(
+                    f"model={self.model_spec} cannot decode lm-eval task {task!r}: the ideal model needs every valid "
+                    "answer of a sample, which only ParallelBench tasks give (exported with `parallelbench tasks export "
+                    "--format lm-eval`: Waiting Line, Puzzles, synthetic, and tasks of your own with valid_answers)"
+                )
+            reason = reason_of(sample)
+            if reason:
+                raise ParallelBenchLMError(f"model={self.model_spec} cannot decode lm-eval task {task!r}: {reason}")
 
     def _fit_vocabulary(self, samples: list[Sample]) -> list[Sample]:
         """A closed-vocabulary model (tiny) meets any lm-eval task's text: words it cannot encode

@@ -19,8 +19,9 @@ MARKER = "# Modules of your own tasks (`--tasks module:NAME`)"
 
 _BLOCK = '''
 
-{marker}: imported here so that their @register_scorer scorers exist.
-def _import_user_modules(modules):
+{marker}: imported here so that their @register_scorer scorers exist,
+# and their tasks registered so that the ideal model can list a task's valid_answers.
+def _import_user_modules(modules, sources):
     import importlib
     import sys
 
@@ -35,9 +36,16 @@ def _import_user_modules(modules):
         finally:
             if added:
                 sys.path.remove(folder)
+    from parallelbench.tasks import TaskSourceError, user_tasks
+
+    for source in sources:
+        try:
+            user_tasks(source)
+        except TaskSourceError:  # scoring needs only the scorers; the ideal model will say what is missing
+            pass
 
 
-_import_user_modules({modules!r})
+_import_user_modules({modules!r}, {sources!r})
 '''
 
 
@@ -57,11 +65,20 @@ def user_modules(tasks: Iterable[Task]) -> list[tuple[str, str]]:
     return sorted(found.items())
 
 
+def user_sources(tasks: Iterable[Task]) -> list[str]:
+    """The `module:NAME` specs the user tasks among `tasks` came from."""
+    from parallelbench.tasks import task_source
+
+    return sorted({spec for spec in (task_source(t.id) for t in tasks) if spec})
+
+
 def add_user_modules(folder: str | Path, tasks: Iterable[Task]) -> list[tuple[str, str]]:
-    """Make every `utils.py` under `folder` import the user modules of `tasks`; returns them."""
+    """Make every `utils.py` under `folder` import the user modules of `tasks` and register
+    their tasks; returns the modules."""
+    tasks = list(tasks)
     modules = user_modules(tasks)
     if modules:
-        block = _BLOCK.format(marker=MARKER, modules=modules)
+        block = _BLOCK.format(marker=MARKER, modules=modules, sources=user_sources(tasks))
         for utils in sorted(Path(folder).rglob("utils.py")):
             text = utils.read_text(encoding="utf-8")
             if MARKER in text:  # exported into the same folder again: one block, the newest modules
