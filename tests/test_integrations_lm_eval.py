@@ -246,9 +246,10 @@ def test_export_writes_the_rewrites_groups_stops_and_metrics(tmp_path: Path):
         assert until == (["\n\n\n"] if "puzzles" in name else ["\n\n"])
         metrics = [m["metric"] for m in cfg["metric_list"]]
         assert metrics[0] == "score" and metrics[-8:] == decoding
+        assert metrics[-10:-8] == ["unmask_score", "edits"]  # repair by editing (issue 32 item 4)
         if "text_writing" not in name:
             assert metrics[:2] == ["score", "score_strict"]
-        scored = [m for m in cfg["metric_list"] if m["metric"] not in decoding]
+        scored = [m for m in cfg["metric_list"] if m["metric"] not in decoding + ["edits"]]
         assert all(m["aggregation"] == "!function utils.percent_mean" for m in scored)  # 0..100
         assert (path.parent / "utils.py").exists() and (path.parent / cfg["dataset_kwargs"]["data_file"]).exists()
 
@@ -258,7 +259,8 @@ def test_sample_metrics_of_an_exported_doc_use_the_recorded_metadata(monkeypatch
 
     sample = get_task("puzzle/sudoku").samples(1)[0]
     doc = doc_of(sample)
-    assert m.sample_metrics(doc, sample.answer) == {"score": 1.0, "score_strict": 1.0, **dict.fromkeys(m.DECODING_METRICS, 0.0)}
+    assert m.sample_metrics(doc, sample.answer) == {"score": 1.0, "score_strict": 1.0, "unmask_score": 1.0, "edits": 0.0,
+                                                    **dict.fromkeys(m.DECODING_METRICS, 0.0)}
     m.record(sample.id, m.decoding_metadata([0, 1, 2], [3], nfe=4, gen_length=64, input_length=10, output_length=3))
     got = m.sample_metrics(doc, sample.answer)
     assert (got["nfe"], got["tokens_per_step"], got["input_length"], got["output_length"]) == (4.0, 16.0, 10.0, 3.0)

@@ -18,7 +18,9 @@ key ``parallelbench`` (so lm-eval's ``--log_samples`` output shows them in ``arg
 appended to ``stats_path`` when given, and summed up in one summary line on stderr. For a
 task exported by ``parallelbench tasks export --format lm-eval`` the request's decoding
 metadata (NFE, tokens per step, input and output length, decoding-order correlations) is
-also handed to the task's metrics (`lm_eval_metrics.py`), as the rewrite's dllm wrappers do.
+also handed to the task's metrics (`lm_eval_metrics.py`), as the rewrite's dllm wrappers do,
+with the request's edits and, for a strategy that can change a written token, the answer at
+unmasking (cut at the same `until` strings), which the task scores as ``unmask_score``.
 
 ``loglikelihood`` on a diffusion model uses the Monte-Carlo masked estimate of LLaDA
 (Nie et al. 2025, eq. 6 / appendix B.6): draw l uniformly from 1..L, mask l of the L
@@ -198,7 +200,9 @@ class ParallelBenchLM(LM):
                 gens = self._generate(samples, strategy, canvas, self.seed + chunk[0], ", ".join(tasks))
                 for i, sample, gen in zip(chunk, samples, gens):
                     out[i] = _cut_at_stops(gen.text, prepared[i][1])
-                    self._record(requests[i], gen, canvas, self._input_length(sample))
+                    unmask = (gen.extra or {}).get("unmask_text")
+                    unmask = None if unmask is None else _cut_at_stops(str(unmask), prepared[i][1])
+                    self._record(requests[i], gen, canvas, self._input_length(sample), unmask)
         self._summary()
         return [o or "" for o in out]
 
@@ -264,11 +268,13 @@ class ParallelBenchLM(LM):
                 f"model={self.model_spec} cannot decode lm-eval task {task!r}: {' '.join(str(exc).split())}"
             ) from None
 
-    def _record(self, req, gen: Generation, gen_length: int, input_length: int) -> None:
+    def _record(self, req, gen: Generation, gen_length: int, input_length: int, unmask_text: str | None = None) -> None:
+        edits = int((gen.extra or {}).get("edits") or 0)
         stats = {
             "nfe": int(gen.nfe),
             "num_tokens": int(gen.num_tokens),
             "tokens_per_step": (gen_length / gen.nfe) if gen.nfe else 0.0,  # the rewrite's: length / NFE
+            "edits": edits,
             "steps": [int(x) for x in gen.tokens_per_step],
         }
         kwargs = req.args[1] if len(req.args) > 1 and isinstance(req.args[1], dict) else None
@@ -279,6 +285,7 @@ class ParallelBenchLM(LM):
             record(doc["id"], decoding_metadata(
                 gen.order, (gen.extra or {}).get("pad_order"), nfe=int(gen.nfe), gen_length=gen_length,
                 input_length=input_length, output_length=max(len(gen.order), len(gen.token_texts)),
+                edits=edits, unmask_text=unmask_text,
             ))
         row = {"task": getattr(req, "task_name", None), "doc_id": getattr(req, "doc_id", None), **stats}
         self.stats.append(row)
