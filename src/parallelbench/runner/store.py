@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from parallelbench.scoring.order import ORDER_COLUMNS, order_metrics
+from parallelbench.tps import ANSWER_COLUMNS, answer_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,6 +54,7 @@ COLUMNS: tuple[str, ...] = (
     "versions",
     "created_at",
     *ORDER_COLUMNS,  # decoding order vs left to right, from `order` (scoring/order.py); added to older files on open
+    *ANSWER_COLUMNS,  # tokens committed before the first stop token, and those / nfe (parallelbench/tps.py); likewise
 )
 # Columns holding JSON text (export can expand them).
 JSON_COLUMNS: tuple[str, ...] = ("params", "scores", "tokens_per_step", "order", "token_texts", "versions")
@@ -73,6 +75,8 @@ _TYPES = {
     "tps": "REAL",
     "wall_time": "REAL",
     **{c: "REAL" for c in ORDER_COLUMNS},
+    "answer_tokens": "INTEGER",
+    "answer_tps": "REAL",
 }
 _NOT_NULL = {"model", "strategy", "params", "task", "sample_id"}
 
@@ -296,7 +300,7 @@ class ResultsStore:
             if self._has_table() and not self._has_status():
                 self._migrate_v1()
             self._conn.execute(_schema())
-            self._add_order_columns()
+            self._add_derived_columns()
             self._conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             self._conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
@@ -332,19 +336,20 @@ class ResultsStore:
         self._conn.execute("DROP TABLE results_v1")
         self._status_known = True
 
-    def _add_order_columns(self) -> None:
-        """Inside the open transaction: add the order-metric columns a file written before them
-        lacks, computed for its rows from their stored `order`."""
+    def _add_derived_columns(self) -> None:
+        """Inside the open transaction: add the columns computed from other columns that a file
+        written before them lacks (order metrics, answer tokens), filled for its rows."""
         names = {r[1] for r in self._conn.execute("PRAGMA table_info(results)")}
-        missing = [c for c in ORDER_COLUMNS if c not in names]
+        missing = [c for c in (*ORDER_COLUMNS, *ANSWER_COLUMNS) if c not in names]
         for c in missing:
-            self._conn.execute(f"ALTER TABLE results ADD COLUMN {_q(c)} REAL")
+            self._conn.execute(f"ALTER TABLE results ADD COLUMN {_q(c)} {_TYPES[c]}")
         if missing:
-            rows = self._conn.execute('SELECT id, "order" FROM results').fetchall()
+            rows = self._conn.execute('SELECT id, "order", model_kind, num_tokens, nfe FROM results').fetchall()
             sets = ", ".join(f"{_q(c)} = ?" for c in missing)
             self._conn.executemany(
                 f"UPDATE results SET {sets} WHERE id = ?",
-                [(*(_order_metrics_of({"order": r[1]})[c] for c in missing), r[0]) for r in rows],
+                [(*(_derived_of(dict(zip(("order", "model_kind", "num_tokens", "nfe"), r[1:])))[c] for c in missing), r[0])
+                 for r in rows],
             )
         self._columns = None
 
@@ -413,6 +418,7 @@ class ResultsStore:
         cols = COLUMNS + STATUS_COLUMNS
         defaults = {"status": "ok", "provenance": ""}
         rows = [r if all(c in r for c in ORDER_COLUMNS) else {**_order_metrics_of(r), **r} for r in rows]
+        rows = [r if all(c in r for c in ANSWER_COLUMNS) else {**answer_columns(r), **r} for r in rows]
         values = [tuple(_to_sql({**defaults, **{k: v for k, v in r.items() if v is not None}}, c) for c in cols)
                   for r in rows]
         updates = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in cols if c not in _UNIQUE)
@@ -576,7 +582,7 @@ class ResultsStore:
         for r in cur:
             row = dict(zip(present, r))
             if len(present) < len(COLUMNS):
-                row = {c: row.get(c) for c in COLUMNS} | {k: v for k, v in _order_metrics_of(row).items() if k not in present}
+                row = {c: row.get(c) for c in COLUMNS} | {k: v for k, v in _derived_of(row).items() if k not in present}
             yield row
 
     def frame(self, *, all_versions: bool = False) -> "pd.DataFrame":
@@ -602,6 +608,11 @@ def _order_metrics_of(row: dict[str, Any]) -> dict[str, float | None]:
         return value if isinstance(value, list) else None
 
     return order_metrics(steps(row.get("order")), steps(row.get("pad_order")))
+
+
+def _derived_of(row: dict[str, Any]) -> dict[str, Any]:
+    """Every column computed from a row's other columns: order metrics and answer tokens."""
+    return {**_order_metrics_of(row), **answer_columns(row)}
 
 
 def _to_sql(row: dict[str, Any], col: str) -> Any:
