@@ -64,8 +64,13 @@ def db(tmp_path_factory) -> Path:
     newer["provenance"] = "new"
     failed = frame.index[(frame["task"] == "waiting_line/copy") & (frame["strategy"] == "random")][:5]
     frame.loc[failed, "versions"] = json.dumps({"scorer": {"error": "scorer 'mine' raised ValueError: boom"}})
+    editing = frame[frame["strategy"] == "confidence-threshold"].copy()  # an editing strategy, for results --repair
+    editing["strategy"] = "edit-threshold"
+    editing["config"] = editing["config"].str.replace("confidence-threshold", "edit-threshold", regex=False)
+    editing["unmask_score"] = 1.0 - editing["score"]
+    editing["edits"] = 3
     with ResultsStore(path) as store:
-        store.write(pd.concat([frame, newer]).to_dict("records"))
+        store.write(pd.concat([frame, newer, editing]).to_dict("records"))
     return path
 
 
@@ -103,6 +108,7 @@ COMMANDS = {
     "results --order": ["results", "--order"],
     "results --all-versions": ["results", "--all-versions"],
     "results --strategy": ["results", "--strategy", "confidence-threshold"],
+    "results --repair": ["results", "--repair"],
     "leaderboard site": ["leaderboard"],
     "leaderboard max": ["leaderboard", "--pb-rule", "max"],
     "leaderboard --tps answer": ["leaderboard", "--tps", "answer"],
