@@ -163,6 +163,7 @@ class IdealBenchModel:
                     eos_id=tok.eos_id,
                     noise_std=self.noise_std,
                     seed=seed + offset,
+                    edits=bool(getattr(strategy, "rewrites", False)),  # editing steps get leave-one-out answers
                 )
                 prompts = torch.full((len(chunk), 1), tok.bos_id, dtype=torch.long)
                 template = None
