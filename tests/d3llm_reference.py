@@ -114,10 +114,10 @@ def _select(logits, x, blk: Blocks, mask_id: int, threshold: float, routine: str
     cand = x[0] == mask_id
     cand[end:] = False
     ent = torch.full(cand.shape, float("inf"), dtype=torch.float64)
-    ent[cand] = entropy64(logits[0][cand])
+    ent[cand] = entropy64(logits[0][cand].detach())
     transfer = torch.zeros_like(cand)
     if routine == "llada":
-        order = sorted(range(cand.numel()), key=lambda i: (float(ent[i]), i))
+        order = sorted(range(cand.numel()), key=lambda i: (float(ent[i]), i))  # ties: the first
         chosen = [i for i in order if bool(cand[i])]
         for k, i in enumerate(chosen):
             transfer[i] = k == 0 or float(ent[i]) <= threshold
@@ -184,11 +184,12 @@ class _Cache:
 def multi_block_cached(module, prompt, gen_length: int, *, block_size: int, threshold: float, add: float,
                        activate: float, mask_id: int, cache_delay: int, refresh_interval: int,
                        eos_id: int | None = None, early_stop: bool = False, shift: int = 0,
-                       routine: str = "llada") -> tuple[list[int], int, int, list[str]]:
+                       routine: str = "llada", vocab_size: int | None = None) -> tuple[list[int], int, int, list[str]]:
     """(tokens, model calls, iteration counter, the kind of every call) with d3LLM's delayed cache
     (its LLaDA routine's scheduling). `module` is a native `DiffusionTransformer` (raw logits,
     `kv_hook`); `shift` 1 for Dream (logit i read from i - 1; a window's first position repeats
-    itself, as d3LLM's Dream loop shifts each window's own logits)."""
+    itself, as d3LLM's Dream loop shifts each window's own logits); `vocab_size` cuts the logits to
+    the vocabulary (LLaDA's head may be wider, as `embedding_size`)."""
     p = len(prompt)
     x = torch.tensor([list(prompt) + [mask_id] * gen_length])
     total = x.shape[1]
@@ -210,7 +211,7 @@ def multi_block_cached(module, prompt, gen_length: int, *, block_size: int, thre
         ids = x[:, start:]
         pos = torch.arange(start, total).unsqueeze(0)
         raw = module(ids, torch.ones_like(ids, dtype=torch.bool), position_ids=pos,
-                     key_mask=torch.ones((1, total), dtype=torch.bool), kv_hook=hook)
+                     key_mask=torch.ones((1, total), dtype=torch.bool), kv_hook=hook)[..., :vocab_size]
         if shift:
             raw = torch.cat([raw[:, :1], raw[:, :-1]], dim=1)
         logits = torch.full((1, total, raw.shape[-1]), float("-inf"))

@@ -20,7 +20,7 @@ import torch
 from parallelbench.decoding import scores as scores_mod
 from parallelbench.decoding.block_grid import block_length_for
 from parallelbench.decoding.view import Decision, StepView
-from parallelbench.models.protocols import is_block_causal
+from parallelbench.models.protocols import is_block_causal, uses_delayed_cache
 from parallelbench.typed_options import coerce, option_error  # noqa: F401  (option_error: the strategies' helper)
 
 if TYPE_CHECKING:
@@ -60,6 +60,9 @@ class Strategy:
     #: first step. Others pay nothing; an undeclared strategy that edits anyway gets the record
     #: from its first such decision (exact, but then only decodes in which it edited carry the keys).
     rewrites: ClassVar[bool] = False
+    #: True for the one strategy that tells a net with `cache=delayed` which blocks are finished
+    #: (`multi-block`); `check_model` refuses such a net for every other strategy.
+    drives_delayed_cache: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
         fields = {f.name: f for f in dataclasses.fields(self.Options)}
@@ -112,6 +115,11 @@ class Strategy:
         every configuration before any decoding; strategies with needs call it from `begin`.
         Subclasses that override it call `super().check_model(model)` (block-causal checks)."""
         check_block_causal(self, model)
+        if uses_delayed_cache(model) and not self.drives_delayed_cache:
+            raise ValueError(
+                f"the model's cache=delayed (d3LLM's delayed prefix cache) is driven by strategy 'multi-block' only; "
+                f"decode {getattr(self, 'name', type(self).__name__)!r} without it (cache=none, prefix or dual) "
+                "or use --strategy multi-block")
 
     def init_state(self, batch_size: int, gen_length: int, device: torch.device) -> dict[str, torch.Tensor]:
         """Per-row tensors (dim 0 = row) the engine keeps aligned when rows finish."""

@@ -50,6 +50,7 @@ class MultiBlock(Strategy):
     Options = MultiBlockOptions
     focus = "candidates"  # replaced in `step` by the candidates of every block in flight
     supports_block_causal = False  # blocks in flight see each other: a canvas-model rule
+    drives_delayed_cache = True  # passes BlockProgress to a net loaded with cache=delayed
 
     def check_options(self) -> None:
         super().check_options()
