@@ -43,6 +43,9 @@ class Strategy:
     """Base class: override `score` / `select` (or `step`) in a subclass."""
 
     name: ClassVar[str] = "custom"
+    #: what it does, in one line (`parallelbench strategies`); a class without one is described
+    #: by the first line of its docstring
+    description: ClassVar[str] = ""
     kind: ClassVar[StrategyKind] = "adaptive"
     Options: ClassVar[type] = DecodeOptions
     #: True for rules that compare confidences with a threshold (they read `decision_confidence`):
@@ -227,6 +230,21 @@ def _load_builtins() -> None:
         _loaded = True
         for module in _BUILTIN_MODULES:
             importlib.import_module(module)
+
+
+def describe(cls: type[Strategy]) -> str:
+    """What a strategy does, in one line: its `description`, else the first line of its own
+    docstring, else what the class it extends says."""
+    for klass in cls.__mro__:
+        if klass is Strategy or not (isinstance(klass, type) and issubclass(klass, Strategy)):
+            break
+        text = klass.__dict__.get("description") or ""
+        doc = klass.__dict__.get("__doc__") or ""
+        if not text and doc.strip():
+            text = doc.strip().split("\n\n")[0].split(". ")[0].rstrip(".")
+        if text.strip():
+            return " ".join(text.split())
+    return ""
 
 
 def strategy_names() -> list[str]:

@@ -43,6 +43,7 @@ EDIT_RULES = ("gain", "confidence")
 
 @register_strategy("edit-threshold")
 class EditThreshold(Strategy):
+    description = "LLaDA 2.1: commit above threshold and rewrite committed tokens the model now prefers"
     rewrites = True  # edits / remasks written tokens: the engine keeps the repair record
     Options = EditThresholdOptions
     reads_decision_confidence = True
