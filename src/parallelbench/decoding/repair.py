@@ -25,6 +25,8 @@ changed a token either; `backfill` gives them their final tokens as both snapsho
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 
 REPAIR_KEYS = ("edits", "inserts", "deletes", "unmask_tokens", "first_tokens")
@@ -123,4 +125,16 @@ def finished_rows(live: torch.Tensor, n_rows: int) -> torch.Tensor:
     return gone.nonzero().squeeze(1)
 
 
-__all__ = ["REPAIR_KEYS", "RepairLog", "finished_rows"]
+@lru_cache(maxsize=None)
+def strategy_rewrites(name: str) -> bool | None:
+    """Whether the strategy `name` (a preset or "module:Class") can change a written token
+    (`Strategy.rewrites`); None when it cannot be loaded here."""
+    from parallelbench.decoding.strategy import strategy_class
+
+    try:
+        return bool(getattr(strategy_class(name), "rewrites", False))
+    except (ValueError, ImportError, AttributeError):
+        return None
+
+
+__all__ = ["REPAIR_KEYS", "RepairLog", "finished_rows", "strategy_rewrites"]

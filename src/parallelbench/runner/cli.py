@@ -307,6 +307,7 @@ def results(
     tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help="Only these tasks: ids, families (waiting_line), categories or paper, comma-separated."),
     all_versions: bool = typer.Option(False, "--all-versions", help="Also rows of older model, data or strategy versions (not reused by `run`), each model labelled with its versions."),
     order: bool = typer.Option(False, "--order", help="Decoding order per strategy config instead: rank correlation of the commit order with left to right (Kendall, Spearman) and local/global AR-ness."),
+    repair: bool = typer.Option(False, "--repair", help="Repair by editing instead: per model, editing strategy config and task, the mean score when the last original mask was filled (unmask) and at the end, with 95% intervals, the share of rows repaired (wrong then right) and broken (right then wrong), and mean edits."),
     compare: Optional[Tuple[str, str]] = typer.Option(
         None, "--compare", metavar="A B",
         help="Paired difference A − B on the samples both configs decoded, with its 95% interval and p-value. "
@@ -320,6 +321,8 @@ def results(
     Example: parallelbench results --compare 'confidence-topk[k=2]' 'random[k=2]'
 
     Example: parallelbench results --order --model tiny
+
+    Example: parallelbench results --repair --tasks waiting_line
     """
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
@@ -375,6 +378,11 @@ def results(
         from parallelbench.runner.summary import print_order_summary
 
         print_order_summary(selected, console)
+        return
+    if repair:
+        from parallelbench.runner.summary import print_repair_summary
+
+        print_repair_summary(selected, console)
         return
     legend: dict[str, str] = {}
     if all_versions:

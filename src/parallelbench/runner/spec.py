@@ -490,6 +490,10 @@ def _config(name: str, kwargs: dict[str, Any], task: "Task", gen_length: int) ->
     except SpecError:
         raise
     except Exception as exc:  # noqa: BLE001 - the decoding layer's own message, on one line
+        from parallelbench.decoding.strategy import StrategyLoadError  # imported by _build already
+
+        if isinstance(exc, StrategyLoadError):  # module:Class that cannot load: its line says which part
+            raise SpecError(_one_line(exc)) from None
         if _strategy_param_names(name) is None and ":" not in name:
             inner = _one_line(exc)
             if name in inner and "valid" in inner:  # the decoding layer already lists the strategies
