@@ -92,6 +92,7 @@ def edit_token_ids(options: IndelThresholdOptions, model: Any) -> tuple[int, int
 @register_strategy("indel-threshold")
 class IndelThreshold(Strategy):
     Options = IndelThresholdOptions
+    description = "LLaDA 2.2: commit above threshold, rewrite tokens, delete and insert slots (block-diffusion models)"
     kind = "adaptive"
     rewrites = True  # edits, inserts and deletes: the engine keeps the repair record
     requires_block_causal = True
