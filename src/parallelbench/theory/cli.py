@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -175,11 +175,17 @@ def simulate_cmd(
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     noise_std: Optional[float] = typer.Option(None, "--noise-std", help="Logit noise std (default: 1e-3 if greedy, else 0)."),
     no_formatting: bool = typer.Option(False, "--no-formatting", help="Decode the items alone, without pre-filled brackets and commas."),
+    param: List[str] = typer.Option([], "--param", help="Any other strategy option as NAME=VALUE (repeatable), e.g. --param edit_threshold=0.1 --param min_k=2."),
+    block_causal: Optional[bool] = typer.Option(None, "--block-causal/--canvas", help="Decode through the ideal model's block-causal face (one block over the answer); default: only strategies that run on block-causal nets alone."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object (measured, stderr, analytic, ...)."),
 ) -> None:
     """Decode a synthetic task with the ideal model; print measured accuracy beside the analytic value.
+    A strategy that can change a written token also prints how much it repaired: accuracy when the
+    last original mask was filled, rows repaired and broken, mean edits (docs/theory.md).
 
     Example: parallelbench theory simulate --task shuffle --n 6 --strategy confidence-topk --k 2 --samples 20000
+
+    Example: parallelbench theory simulate --task shuffle --n 3 --strategy edit-threshold --threshold 1 --param min_k=2 --param edit_threshold=0.1
     """
     from parallelbench.theory.closed_forms import TASKS
 
@@ -200,6 +206,11 @@ def simulate_cmd(
         params["k"] = k
     if threshold is not None:
         params["threshold"] = threshold
+    for item in param:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"{item!r} is not NAME=VALUE, e.g. --param edit_threshold=0.1", param_hint="--param")
+        params[name.strip()] = value.strip()
     from parallelbench.theory.simulate import simulate
 
     try:
@@ -211,7 +222,7 @@ def simulate_cmd(
             )
         result = simulate(
             task, n, strategy, samples=samples, seed=seed, noise_std=noise_std,
-            formatting=not no_formatting, **params,
+            formatting=not no_formatting, block_causal=block_causal, **params,
         )
     except (ValueError, TypeError) as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -222,7 +233,7 @@ def simulate_cmd(
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
-    label = ", ".join(f"{key}={_number(value)}" for key, value in params.items())
+    label = ", ".join(f"{key}={_number(value) if isinstance(value, float) else value}" for key, value in params.items())
     z = result.z_score
     typer.echo(f"{task} n={n}, {strategy} [{label}], N={samples}, mean NFE {result.mean_nfe:.2f}")
     typer.echo(f"measured {result.measured:.4f} ± {result.stderr:.4f} (standard error)")
@@ -230,3 +241,7 @@ def simulate_cmd(
         typer.echo("analytic none derived for this strategy and options")
     else:
         typer.echo(f"analytic {result.analytic:.4f} (z = {z:+.2f})")
+    if result.extra.get("recorded"):
+        x = result.extra
+        typer.echo(f"at unmasking {x['unmask_accuracy']:.4f} ± {x['unmask_stderr']:.4f}; repaired {x['repaired']:.4f}, "
+                   f"broken {x['broken']:.4f} of the samples; mean edits {x['mean_edits']:.2f}")
