@@ -93,6 +93,7 @@ class ModelLoadError(RuntimeError):
 
 
 def _load(spec: str, options: dict[str, Any]):
+    from parallelbench.display import about
     from parallelbench.models import ModelSpecError, load_model
 
     try:
@@ -100,7 +101,7 @@ def _load(spec: str, options: dict[str, Any]):
     except ModelSpecError as exc:
         raise ModelLoadError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - missing weights, bad options...: one line for the user
-        raise ModelLoadError(f"model {spec!r} could not be loaded: {' '.join(str(exc).split())}") from None
+        raise ModelLoadError(about(f"model {spec!r}", " ".join(str(exc).split()), " could not be loaded: ")) from None
 
 
 def _default_model(spec: RunSpec, console: Console, notes: list[str]):
@@ -224,7 +225,7 @@ def run_job(
             plan.models = models
     elif spec.executor == "local":
         first_loaded = _load(models[0], spec.model_options)
-    _check_strategies(plan, first_loaded)
+    _check_strategies(plan, first_loaded, models[0])
 
     sessions = _Sessions(spec, console)
     sessions.first, first_loaded = first_loaded, None  # held there only, so worker processes can free it
@@ -371,18 +372,20 @@ def _print_notes(prov: Provenance, result: JobResult, console: Console) -> None:
             console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True, highlight=False)
 
 
-def _check_strategies(plan: Plan, model: Any) -> None:
+def _check_strategies(plan: Plan, model: Any, model_spec: str = "") -> None:
     """A model that accepts only some strategies (Medusa heads) refuses the others before any work,
-    and so does one that lacks a capability a strategy's options need (`Strategy.check_model`)."""
+    and so does one that lacks a capability a strategy's options need (`Strategy.check_model`):
+    one line naming the model, the task and the config."""
     check = getattr(model, "check_strategy", None)
     net = getattr(model, "net", model)  # a diffusion text model decodes with its network
-    for configs in plan.configs.values():
+    for task_id, configs in plan.configs.items():
         for config in configs:
             if model is not None and config.strategy not in MEDUSA_MODES and check is None:
                 try:
                     config.build().check_model(net)
                 except ValueError as exc:
-                    raise SpecError(str(exc)) from None
+                    raise SpecError(f"model {model_spec!r} cannot decode task {task_id} with {config.label}: "
+                                    f"{' '.join(str(exc).split())}") from None
             if check is None and config.strategy not in MEDUSA_MODES:
                 continue
             try:
