@@ -314,34 +314,3 @@ def test_ideal_runs_store_repair_columns_that_repair_and_never_break(tmp_path):
         assert r.changed_tokens <= r.edits and (r.edits > 0 or pd.isna(r.unmask_output))
     assert edit["edits"].sum() > 0
 
-
-def test_lm_eval_reports_edits_and_unmask_score_as_run_stores_them(tmp_path, monkeypatch):
-    """The same editing decode through `parallelbench lm-eval` and `parallelbench run`: lm-eval's
-    per-sample unmask_score and edits equal the run's columns, and its results aggregate them."""
-    from parallelbench.integrations.lm_eval_tasks import lm_eval_task_name
-
-    task, limit = "waiting_line/shuffle", 6
-    monkeypatch.chdir(tmp_path)
-    res = runner.invoke(app, ["tasks", "export", "--format", "lm-eval", "--tasks", task, "--limit", str(limit),
-                              "--out", "pb_tasks"])
-    assert res.exit_code == 0, res.output
-    name = lm_eval_task_name(task)
-    args = "model=tiny,strategy=edit-threshold,threshold=0.3,edit_threshold=0.1,post_steps=2,batch_size=8"
-    res = runner.invoke(app, ["lm-eval", "--model", "parallelbench", "--model_args", args, "--include_path", "pb_tasks",
-                              "--tasks", name, "--limit", str(limit), "--log_samples", "--output_path", "lm_out"])
-    assert res.exit_code == 0, res.output
-    logged = next((tmp_path / "lm_out").rglob(f"samples_{name}_*.jsonl"))
-    rows = [json.loads(line) for line in logged.read_text().splitlines() if line.strip()]
-    via_lm_eval = {json.loads(r["doc"]["parallelbench_sample"])["id"]: (r["unmask_score"], r["edits"]) for r in rows}
-    db = tmp_path / "run.db"
-    res = runner.invoke(app, ["run", "--model", "tiny", "--tasks", task, "--strategy", "edit-threshold", "--threshold",
-                              "0.3", "--param", "edit_threshold=0.1", "--param", "post_steps=2", "--limit", str(limit),
-                              "--db", str(db), "--no-report", "--no-progress"])
-    assert res.exit_code == 0, res.output
-    frame = frame_of(db)
-    via_run = {str(r.sample_id): (float(r.unmask_score), float(r.edits)) for r in frame.itertuples()}
-    assert via_lm_eval == via_run
-    assert sum(e for _, e in via_run.values()) > 0  # something was edited
-    results = json.loads(next((tmp_path / "lm_out").rglob("results_*.json")).read_text())["results"][name]
-    assert results["unmask_score,none"] == pytest.approx(100 * sum(u for u, _ in via_run.values()) / limit)
-    assert results["edits,none"] == pytest.approx(sum(e for _, e in via_run.values()) / limit)
