@@ -84,21 +84,25 @@ def _run_frame(tmp_path: Path):
         return store.frame()
 
 
-def test_parallelbench_run_and_parallelbench_lm_eval_agree(tmp_path: Path, monkeypatch) -> None:
-    task, limit = "waiting_line/insert_random", 6
-    monkeypatch.chdir(tmp_path)
+def lm_eval_samples(tmp_path: Path, task: str, limit: int, model_args: str) -> tuple[str, list[dict]]:
+    """Export `task`, evaluate it with `parallelbench lm-eval` and our model, return (task name, logged rows)."""
     res = runner.invoke(app, ["tasks", "export", "--format", "lm-eval", "--tasks", task, "--limit", str(limit),
                               "--out", "pb_tasks"])
     assert res.exit_code == 0, res.output
     name = lm_eval_task_name(task)
-    res = runner.invoke(app, ["lm-eval", "--model", "parallelbench",
-                              "--model_args", "model=tiny,strategy=confidence-topk,k=2,batch_size=8",
+    res = runner.invoke(app, ["lm-eval", "--model", "parallelbench", "--model_args", model_args,
                               "--include_path", "pb_tasks", "--tasks", name, "--limit", str(limit),
                               "--log_samples", "--output_path", "lm_out"])
     assert res.exit_code == 0, res.output
     logged = list((tmp_path / "lm_out").rglob(f"samples_{name}_*.jsonl"))
     assert logged, "lm-eval wrote no per-sample log"
-    rows = [json.loads(line) for line in logged[0].read_text().splitlines() if line.strip()]
+    return name, [json.loads(line) for line in logged[0].read_text().splitlines() if line.strip()]
+
+
+def test_parallelbench_run_and_parallelbench_lm_eval_agree(tmp_path: Path, monkeypatch) -> None:
+    task, limit = "waiting_line/insert_random", 6
+    monkeypatch.chdir(tmp_path)
+    name, rows = lm_eval_samples(tmp_path, task, limit, "model=tiny,strategy=confidence-topk,k=2,batch_size=8")
     assert len(rows) == limit
     via_lm_eval = {json.loads(r["doc"]["parallelbench_sample"])["id"]: float(r["score"]) for r in rows}
     assert all(r["arguments"]["gen_args_0"]["arg_1"]["parallelbench"]["tokens_per_step"] == pytest.approx(2.0)
@@ -246,9 +250,10 @@ def test_export_writes_the_rewrites_groups_stops_and_metrics(tmp_path: Path):
         assert until == (["\n\n\n"] if "puzzles" in name else ["\n\n"])
         metrics = [m["metric"] for m in cfg["metric_list"]]
         assert metrics[0] == "score" and metrics[-8:] == decoding
+        assert metrics[-10:-8] == ["unmask_score", "edits"]  # repair by editing (issue 32 item 4)
         if "text_writing" not in name:
             assert metrics[:2] == ["score", "score_strict"]
-        scored = [m for m in cfg["metric_list"] if m["metric"] not in decoding]
+        scored = [m for m in cfg["metric_list"] if m["metric"] not in decoding + ["edits"]]
         assert all(m["aggregation"] == "!function utils.percent_mean" for m in scored)  # 0..100
         assert (path.parent / "utils.py").exists() and (path.parent / cfg["dataset_kwargs"]["data_file"]).exists()
 
@@ -258,7 +263,8 @@ def test_sample_metrics_of_an_exported_doc_use_the_recorded_metadata(monkeypatch
 
     sample = get_task("puzzle/sudoku").samples(1)[0]
     doc = doc_of(sample)
-    assert m.sample_metrics(doc, sample.answer) == {"score": 1.0, "score_strict": 1.0, **dict.fromkeys(m.DECODING_METRICS, 0.0)}
+    assert m.sample_metrics(doc, sample.answer) == {"score": 1.0, "score_strict": 1.0, "unmask_score": 1.0, "edits": 0.0,
+                                                    **dict.fromkeys(m.DECODING_METRICS, 0.0)}
     m.record(sample.id, m.decoding_metadata([0, 1, 2], [3], nfe=4, gen_length=64, input_length=10, output_length=3))
     got = m.sample_metrics(doc, sample.answer)
     assert (got["nfe"], got["tokens_per_step"], got["input_length"], got["output_length"]) == (4.0, 16.0, 10.0, 3.0)
@@ -307,3 +313,136 @@ def test_structured_family_is_a_group_of_its_own_outside_parallelbench_all(tmp_p
     assert "parallelbench_structured" in out["results"] and "parallelbench_all" not in out["results"]
     for name in names:  # the exact model at one token per step gets every record right
         assert out["results"][name]["score,none"] == 100.0 and out["results"][name]["score_strict,none"] == 100.0
+
+
+# ---- tasks of your own: a group per module, and the printed command runs as printed (issue 35 item 2) ----
+
+def test_user_tasks_export_a_group_and_the_printed_command_runs_through_lm_eval(tmp_path: Path, monkeypatch) -> None:
+    import os
+    import shlex
+    import uuid
+
+    from doc_blocks import block
+
+    module = f"pbu_{uuid.uuid4().hex[:10]}"
+    (tmp_path / f"{module}.py").write_text(block("runner.md", "# my_tasks.py"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    try:
+        res = runner.invoke(app, ["tasks", "export", "--format", "lm-eval", "--out", "my_lmeval",
+                                  "--tasks", f"{module}:make_tasks", "--limit", "3"])
+    finally:
+        sys.modules.pop(module, None)
+    assert res.exit_code == 0, res.output
+    group = f"{module}_all"
+    assert f"group: {group}" in (tmp_path / "my_lmeval" / f"_{group}.yaml").read_text()
+    (printed,) = [line for line in res.output.splitlines() if line.startswith("run: ")]
+    command = shlex.split(printed[len("run: "):])
+    assert command[:2] == ["parallelbench", "lm-eval"] and command[-2:] == ["--tasks", group], printed
+    launcher = [sys.executable, "-c", "import sys; from parallelbench.cli import main; sys.argv[0] = 'parallelbench'; main()"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "HF_DATASETS_OFFLINE": "1",
+           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.run([*launcher, *command[1:], "--output_path", "out"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(next((tmp_path / "out").rglob("results_*.json")).read_text())["results"]
+    assert "score,none" in results[group] and results["parallelbench_mine_any_order"]["nfe,none"] > 0
+
+
+def test_run_targets_name_what_was_exported() -> None:
+    from parallelbench.integrations.lm_eval_command import printed_commands, run_targets
+
+    tasks = [get_task("waiting_line/copy"), get_task("puzzle/sudoku"), get_task("waiting_line_n15/copy")]
+    assert run_targets(tasks, ["my_tasks_all"]) == ["parallelbench_all", "my_tasks_all", "parallelbench_waiting_line_n15_copy"]
+    run, other = printed_commands("my dir", ["parallelbench_all"])
+    assert run == ("run: parallelbench lm-eval --model parallelbench --model_args model=tiny "
+                   "--include_path 'my dir' --tasks parallelbench_all")
+    assert other.startswith("or any lm-eval model: lm_eval --model hf")
+
+
+@pytest.mark.parametrize("include, expected", [
+    ("nowhere", "error: --include_path nowhere: no such folder; give the folder written by "
+                "`parallelbench tasks export --format lm-eval --out DIR`"),
+    (None, "error: lm-eval has no task parallelbench_all; tasks written by `parallelbench tasks export --format "
+           "lm-eval --out DIR` need --include_path DIR (lm-eval's own tasks: lm_eval ls tasks)"),
+    ("pb_tasks", "error: lm-eval has no task parallelbench_al, neither its own nor in --include_path pb_tasks: it holds "
+                 "parallelbench_all, parallelbench_waiting_line, parallelbench_waiting_line_copy"),
+])
+def test_a_missing_or_wrong_include_path_is_one_line(tmp_path: Path, monkeypatch, include, expected) -> None:
+    monkeypatch.chdir(tmp_path)
+    export_lm_eval([get_task("waiting_line/copy")], tmp_path / "pb_tasks", limit=2)
+    task = "parallelbench_al" if include == "pb_tasks" else "parallelbench_all"
+    args = ["lm-eval", "--model", "parallelbench", "--model_args", "model=tiny", "--tasks", task]
+    res = runner.invoke(app, args + (["--include_path", include] if include else []))
+    assert res.exit_code == 2
+    assert res.output.strip() == expected, res.output
+
+
+# ---- model=ideal on any task that gives valid answers, user tasks included (issue 35 item 8) ----
+
+def test_the_ideal_model_decodes_an_exported_user_task_in_a_fresh_process(tmp_path: Path) -> None:
+    import os
+    import uuid
+
+    from doc_blocks import block
+
+    module = f"pbu_{uuid.uuid4().hex[:10]}"
+    (tmp_path / f"{module}.py").write_text(block("runner.md", "# my_tasks.py"), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "HF_DATASETS_OFFLINE": "1",
+           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    launcher = [sys.executable, "-c", "import sys; from parallelbench.cli import main; sys.argv[0] = 'parallelbench'; main()"]
+    export = subprocess.run([*launcher, "tasks", "export", "--format", "lm-eval", "--out", "lm", "--tasks",
+                             f"{module}:make_tasks", "--limit", "4"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert export.returncode == 0, export.stderr
+    elsewhere = tmp_path / "elsewhere"  # lm-eval runs from another folder: the module is found where it was
+    elsewhere.mkdir()
+    proc = subprocess.run([*launcher, "lm-eval", "--model", "parallelbench", "--model_args",
+                           "model=ideal,strategy=confidence-topk,k=1", "--include_path", str(tmp_path / "lm"),
+                           "--tasks", f"{module}_all", "--output_path", "out"], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(next((elsewhere / "out").rglob("results_*.json")).read_text())["results"]
+    assert results["parallelbench_mine_any_order"]["score,none"] == 100.0  # one token per step is always right
+
+
+def test_the_ideal_model_names_the_task_and_the_reason_where_it_cannot_decode() -> None:
+    from parallelbench.integrations.lm_eval import ParallelBenchLM, ParallelBenchLMError
+
+    lm = ParallelBenchLM(model="ideal", strategy="confidence-topk", k=1)
+    sample = get_task("text_writing/paraphrasing").samples(1)[0]
+    doc = doc_of(sample)
+    req = _instance(doc["text"], {"until": [], "max_gen_toks": 8}, doc)
+    req.task_name = "parallelbench_text_writing_paraphrasing"
+    with pytest.raises(ParallelBenchLMError) as err:
+        lm.generate_until([req])
+    text = str(err.value)
+    assert "lm-eval task 'parallelbench_text_writing_paraphrasing'" in text and "no finite set of valid answers" in text
+    foreign = _instance("What is the capital of France? Answer:", {"until": ["\n"], "max_gen_toks": 8}, {"q": 1})
+    foreign.task_name = "pb_test_echo"
+    with pytest.raises(ParallelBenchLMError, match="cannot decode lm-eval task 'pb_test_echo': the ideal model needs "
+                                                   "every valid answer"):
+        lm.generate_until([foreign])
+    copy = get_task("waiting_line/copy").samples(1)[0]
+    ok = _instance(doc_of(copy)["text"], {"until": [], "max_gen_toks": 32}, doc_of(copy))
+    assert lm.generate_until([ok]) == [copy.answer]  # a task it can list decodes as before
+
+
+def test_lm_eval_reports_edits_and_unmask_score_as_run_stores_them(tmp_path: Path, monkeypatch) -> None:
+    """The same editing decode through `parallelbench lm-eval` and `parallelbench run`: lm-eval's
+    per-sample unmask_score and edits equal the run's columns, and its results aggregate them."""
+    task, limit = "waiting_line/shuffle", 6
+    monkeypatch.chdir(tmp_path)
+    name, rows = lm_eval_samples(tmp_path, task, limit, "model=tiny,strategy=edit-threshold,threshold=0.3,"
+                                                        "edit_threshold=0.1,post_steps=2,batch_size=8")
+    via_lm_eval = {json.loads(r["doc"]["parallelbench_sample"])["id"]: (r["unmask_score"], r["edits"]) for r in rows}
+    db = tmp_path / "run.db"
+    res = runner.invoke(app, ["run", "--model", "tiny", "--tasks", task, "--strategy", "edit-threshold", "--threshold",
+                              "0.3", "--param", "edit_threshold=0.1", "--param", "post_steps=2", "--limit", str(limit),
+                              "--db", str(db), "--no-report", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    via_run = {str(r.sample_id): (float(r.unmask_score), float(r.edits)) for r in _run_frame(tmp_path).itertuples()}
+    assert via_lm_eval == via_run
+    assert sum(e for _, e in via_run.values()) > 0  # something was edited
+    results = json.loads(next((tmp_path / "lm_out").rglob("results_*.json")).read_text())["results"][name]
+    assert results["unmask_score,none"] == pytest.approx(100 * sum(u for u, _ in via_run.values()) / limit)
+    assert results["edits,none"] == pytest.approx(sum(e for _, e in via_run.values()) / limit)

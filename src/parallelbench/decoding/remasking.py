@@ -31,6 +31,8 @@ class RemdmOptions(TopKOptions):
 
 @register_strategy("remdm")
 class ReMDM(TopKStrategy):
+    description = "ReMDM: confidence top-k, then remask and re-predict the least confident committed tokens"
+    rewrites = True  # edits / remasks written tokens: the engine keeps the repair record
     kind = "adaptive"
     Options = RemdmOptions
 
@@ -75,6 +77,8 @@ class RcrOptions(TopKOptions):
 
 @register_strategy("rcr")
 class RunningConfidenceRemasking(TopKStrategy):
+    description = "RCR: keep the best positions by running maximum confidence, remask the rest"
+    rewrites = True  # edits / remasks written tokens: the engine keeps the repair record
     kind = "adaptive"
     Options = RcrOptions
 

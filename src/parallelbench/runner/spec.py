@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "tiny"
 FALLBACK_MODEL = "ideal"
 DEFAULT_CATEGORIES = ("waiting_line", "puzzle")  # the main job: the paper's Waiting Line 10 and Puzzles
-DEFAULT_OUT = "parallelbench-out"
 EXECUTORS = ("local", "ray")
 AUTOREGRESSIVE = "autoregressive"  # the strategy name recorded for models that do not diffuse
 # Flags that map to a strategy parameter, and how their values parse.
@@ -89,9 +88,9 @@ class RunSpec:
     seeds: list[int] = field(default_factory=lambda: [0])
     batch_size: int = 8
     db: str = DEFAULT_DB
-    out: str = DEFAULT_OUT
+    out: str | None = None  # the report folder; None: beside the database (`report_out`)
     executor: str = "local"
-    workers: int = 2
+    workers: int | None = None  # processes (local) or actors (ray); None: every usable core (runner.resources)
     ray_address: str | None = None
     gpus_per_worker: float = 0.0  # Ray: GPUs each actor reserves (1 = one actor per GPU)
     # torch CPU threads per decoding process (local run or each Ray actor). 1 by default:
@@ -102,6 +101,13 @@ class RunSpec:
     force: bool = False  # recompute rows even where stored ones match (the new rows become current)
     # --k values no named strategy takes, kept for the --baselines' confidence top-k
     baseline_k: Any = None
+
+    @property
+    def report_out(self) -> str:
+        """The report folder: `out`, else beside the database (`tour.db` -> `tour-out`)."""
+        from parallelbench.outputs import report_folder
+
+        return self.out or str(report_folder(self.db))
 
     # -- construction --------------------------------------------------------------------
     @classmethod
@@ -276,6 +282,20 @@ class RunSpec:
         configs = {t.id: _expand(grids, t) for t in tasks}
         return Plan(spec=self, models=models, tasks=tasks, configs=configs, limit=self._limit())
 
+    def _check_workers(self) -> None:
+        """At least 1, and no more than the cores this process may use (a remote Ray cluster aside)."""
+        if self.workers is None:
+            return
+        from parallelbench.runner.resources import usable_cores
+
+        cores = usable_cores()
+        if self.workers < 1:
+            raise SpecError(f"--workers must be at least 1 (got {self.workers}); leave it out to use every core this "
+                            f"process may use ({cores})")
+        if self.workers > cores and not (self.executor == "ray" and self.ray_address):
+            raise SpecError(f"--workers {self.workers} is more than the {cores} core{'s' if cores != 1 else ''} this "
+                            f"process may use; pass --workers 1 to {cores}, or leave it out to use them all")
+
     def _check_scalars(self) -> None:
         if self.executor not in EXECUTORS:
             raise SpecError(f"unknown executor {self.executor!r}; valid executors: {', '.join(EXECUTORS)}")
@@ -283,8 +303,7 @@ class RunSpec:
             raise SpecError(f"limit must be at least 1 (got {self.limit}); leave it out for every sample")
         if self.batch_size < 1:
             raise SpecError(f"batch size must be at least 1 (got {self.batch_size})")
-        if self.workers < 1:
-            raise SpecError(f"workers must be at least 1 (got {self.workers})")
+        self._check_workers()
         if self.threads < 1:
             raise SpecError(f"threads must be at least 1 (got {self.threads})")
         if self.gpus_per_worker < 0:
@@ -484,6 +503,10 @@ def _config(name: str, kwargs: dict[str, Any], task: "Task", gen_length: int) ->
     except SpecError:
         raise
     except Exception as exc:  # noqa: BLE001 - the decoding layer's own message, on one line
+        from parallelbench.decoding.strategy import StrategyLoadError  # imported by _build already
+
+        if isinstance(exc, StrategyLoadError):  # module:Class that cannot load: its line says which part
+            raise SpecError(_one_line(exc)) from None
         if _strategy_param_names(name) is None and ":" not in name:
             inner = _one_line(exc)
             if name in inner and "valid" in inner:  # the decoding layer already lists the strategies

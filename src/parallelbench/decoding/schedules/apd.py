@@ -30,17 +30,20 @@ class ApdOptions(DecodeOptions):
 
 
 def load_verifier(path: str) -> Any:
-    from parallelbench.userimport import load_user_attr
+    from parallelbench.userimport import UserCodeError, load_named
 
+    if ":" not in path.strip(":") :
+        raise ValueError(f"APD verifier {path!r} is not of the form module:factory (e.g. my_models:verifier)")
     try:
-        factory = load_user_attr(path)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ValueError(f"cannot load APD verifier {path!r} ({exc}); use 'package.module:factory'") from exc
+        factory = load_named(path, f"cannot load APD verifier {path!r}", "functions", callable)
+    except UserCodeError as exc:
+        raise ValueError(str(exc)) from None
     return factory()
 
 
 @register_strategy("apd")
 class AdaptiveParallelDecoding(Strategy):
+    description = "APD: left to right, the longest draft prefix on which the dLLM and a causal verifier agree"
     Options = ApdOptions
     supports_block_causal = False  # drafts left to right across blocks with a causal verifier
     focus = "candidates"

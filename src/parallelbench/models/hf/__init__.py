@@ -15,6 +15,7 @@ import importlib.util
 import logging
 from typing import Any
 
+from parallelbench.display import about
 from parallelbench.models.hf.errors import HFModelError
 
 __all__ = ["HFModelError", "load"]
@@ -25,8 +26,8 @@ log = logging.getLogger(__name__)
 def load(arg: str, **options: Any):
     """Load `hf:<arg>`; every user error is one `HFModelError` line (a `ModelSpecError`)."""
     from parallelbench.models.hf.checkpoint import resolve
-    from parallelbench.models.hf.detect import FAMILIES, detect_family, estimate_parameters, native_family
-    from parallelbench.models.hf.options import parse_options, resolve_device, resolve_dtype
+    from parallelbench.models.hf.detect import FAMILIES, FAMILY_NAMES, detect_family, estimate_parameters, native_family
+    from parallelbench.models.hf.options import DELAYED_CACHE_FAMILIES, parse_options, resolve_device, resolve_dtype
 
     opts = parse_options(options)
     try:
@@ -40,6 +41,12 @@ def load(arg: str, **options: Any):
         raise HFModelError(
             f"cannot tell which adapter 'hf:{arg}' needs (model_type {kind!r}); "
             f"pass --model-opt family=<{'|'.join(FAMILIES)}>"
+        )
+    if opts.cache == "delayed" and family not in DELAYED_CACHE_FAMILIES:
+        raise HFModelError(
+            f"'hf:{arg}': cache=delayed (d3LLM's delayed prefix cache, for --strategy multi-block) exists for the "
+            f"native LLaDA and Dream families only, and this is a {FAMILY_NAMES.get(family, family)} checkpoint; "
+            "use cache=none" + (" or cache=block" if family in ("sdar", "llada2") else "")
         )
     if opts.medusa and family != "causal":
         raise HFModelError(
@@ -65,7 +72,7 @@ def load(arg: str, **options: Any):
     try:
         model = module.build(ckpt, opts, device=device, dtype=resolve_dtype(opts.dtype, device), name=f"hf:{arg}")
     except ValueError as exc:  # adapter-level option errors, e.g. an unsupported cache mode
-        raise HFModelError(f"'hf:{arg}': {exc}") from None
+        raise HFModelError(about(f"'hf:{arg}'", str(exc))) from None
     if opts.adapter:
         from parallelbench.models.hf.adapter import apply_adapter
 

@@ -86,7 +86,9 @@ class IdealBenchModel:
                 # thresholds decide on the noise-free confidence (issue 20): rows decoded before differ
                 "ideal_thresholds": "noise-free",
                 # the task's canvas, not the answer region (issue 25): tokens per step as for every model
-                "ideal_canvas": "generation-length"}
+                "ideal_canvas": "generation-length",
+                # written slots answer editing steps (issue 32): editing strategies' rows decoded before differ
+                "ideal_edits": "leave-one-out"}
 
     def _answers(self, sample: "Sample") -> list[str]:
         from parallelbench.tasks import valid_answers
@@ -172,6 +174,7 @@ class IdealBenchModel:
                     eos_id=tok.eos_id,
                     noise_std=self.noise_std,
                     seed=seed + offset,
+                    edits=bool(getattr(strategy, "rewrites", False)),  # editing steps get leave-one-out answers
                 )
                 prompts = torch.full((len(chunk), 1), tok.bos_id, dtype=torch.long)
                 template = None
@@ -227,6 +230,8 @@ def _field_template(tok: Any, pieces: list[tuple[str, bool]]) -> list[int]:
 
 
 def _generation(res: Any, tok: Any, wall_time: float) -> Generation:
+    from parallelbench.models.diffusion import repair_text
+
     tokens = list(res.tokens)
     end = tokens.index(tok.eos_id) if tok.eos_id in tokens else len(tokens)
     return Generation(
@@ -237,7 +242,8 @@ def _generation(res: Any, tok: Any, wall_time: float) -> Generation:
         token_texts=tok.token_texts(tokens[:end]),
         num_tokens=int(res.num_committed),
         wall_time=wall_time,
-        extra={"pad_order": list(res.order[end:])},  # for the whole-generation order metrics
+        # pad_order: for the whole-generation order metrics; the repair record of editing strategies
+        extra={"pad_order": list(res.order[end:]), **res.extra, **repair_text(res.extra, tokens, end, tok.eos_id, tok.decode)},
     )
 
 
