@@ -289,7 +289,7 @@ def test_alphabetical_ranks_order_names_as_the_sort_task_does():
 def test_tokenizer_files_keep_their_splitter(tok, tmp_path):
     from parallelbench.models.tokenizer import SPLITTER
 
-    assert tok.splitter == SPLITTER == 2
+    assert tok.splitter == SPLITTER == 3
     assert split_pieces("0412 0043", 2) == ["0", "4", "1", "2", " ", "0", "0", "4", "3"]
     assert split_pieces("0412 0043", 1) == ["0", "4", "1", "2", " 0", "0", "4", "3"]
     old = WordTokenizer(["[PAD]", "[MASK]", "[EOS]", "[SEP]", "0", " 0", "4"], ["0", " 0", "4"], splitter=1)
@@ -299,6 +299,85 @@ def test_tokenizer_files_keep_their_splitter(tok, tmp_path):
     (tmp_path / "old.json").write_text(json.dumps(data))
     again = WordTokenizer.load(tmp_path / "old.json")
     assert again.splitter == 1 and again.encode("40 0") == [6, 4, 5]
+
+
+def test_training_covers_the_structured_family():
+    from parallelbench.models.tiny.data import TASK_WEIGHT
+
+    ids = {t.id for t in training_tasks()}
+    assert {"structured/json_fields", "structured/json_any_order", "structured/tool_call"} <= ids
+    assert not any(i.endswith("-cot") for i in ids)
+    assert TASK_WEIGHT["json_any_order"] > TASK_WEIGHT["json_fields"] == TASK_WEIGHT["tool_call"] > 0
+
+
+def test_json_punctuation_is_compact_and_other_text_splits_as_before():
+    record = '{"age": 10, "customer": "Andrea Williamson"}'
+    assert split_pieces(record, 3) == ['{"', "age", '": ', "1", "0", ', "', "customer", '": "', "Andrea", " Williamson", '"}']
+    call = '{"name": "assign_seat", "arguments": {"floor": 18}}'
+    assert split_pieces(call, 3)[:9] == ['{"', "name", '": "', "assign", "_", "seat", '", "', "arguments", '": ']
+    for text in ('["Susan Fox", "Philip Gray"]', "1342\n2431", "H,4,A,C\n4,C,H,A", 'Fill 0042 [0, J] "x"'):
+        assert split_pieces(text, 3) == split_pieces(text, 2)
+
+
+@pytest.mark.parametrize("tid", ["structured/json_fields", "structured/json_any_order", "structured/tool_call"])
+def test_structured_records_fit_the_budget_and_round_trip(tok, tid):
+    from parallelbench.models.tiny.data import extra_pieces
+
+    # as `parallelbench train` builds it: every name, key and function name, whichever the sample drew
+    tok = WordTokenizer.build(vocabulary_pairs(training_tasks([tid]), seed=0, chunks=1, size=48), extra_pieces())
+    task = get_task(tid)
+    for s in task.samples():
+        ids = tok.encode_answer(s.answer, task.max_new_tokens)
+        assert ids[-1] == tok.eos_id and tok.decode(ids) == s.answer
+        tok.encode_chat(s.messages)  # every test prompt is inside the vocabulary
+
+
+def _field_values(tok, ids, keys, seps):
+    """key text -> the joined text of the tokens the field-key embedding assigns to it."""
+    out: dict[str, str] = {}
+    for i, k in zip(ids, keys):
+        if k != tok.pad_id and i not in seps:
+            key = tok.decode([k])
+            out[key] = out.get(key, "") + tok.decode([i])
+    return {k: v.strip().strip('"') for k, v in out.items() if v.strip()}
+
+
+@pytest.mark.parametrize("tid", ["structured/json_fields", "structured/tool_call"])
+def test_field_keys_tie_each_value_to_its_key_in_prompt_and_answer(tok, tid):
+    from parallelbench.models.tiny.model import field_keys
+    from parallelbench.models.tiny.train import field_token_ids
+
+    info = field_token_ids(tok)
+    assert info["field_key"] and info["field_sep_ids"] and info["field_end_ids"]
+    for s in get_task(tid).samples(5):
+        prompt = tok.encode_chat(s.messages)
+        ids = prompt + tok.encode_answer(s.answer, 48)
+        keys = field_keys(torch.tensor([ids]), info["field_sep_ids"], info["field_end_ids"], tok.pad_id)[0].tolist()
+        record = json.loads(s.answer)
+        want = {"name": record["name"], **record["arguments"]} if "arguments" in record else record
+        want = {k: str(v) for k, v in want.items()}
+        answer = _field_values(tok, ids[len(prompt):], keys[len(prompt):], set(info["field_sep_ids"]))
+        assert answer == want
+        if tid == "structured/json_fields":  # the prompt's `key: value` lines carry the same keys
+            assert _field_values(tok, prompt, keys[:len(prompt)], set(info["field_sep_ids"])) == want
+    # no field outside a separator: a Waiting Line list gets none
+    s = get_task("waiting_line/copy").samples(1)[0]
+    ids = tok.encode_answer(s.answer, 32)
+    keys = field_keys(torch.tensor([ids]), info["field_sep_ids"], info["field_end_ids"], tok.pad_id)
+    assert (keys == tok.pad_id).all()
+
+
+def test_field_key_embedding_keeps_left_padding_neutral(tok):
+    from parallelbench.models.tiny.train import TrainConfig, model_config
+
+    net = TinyDenoiser(model_config(TrainConfig(d_model=32, n_layers=1, n_heads=2, d_ff=64), tok)).eval()
+    assert net.cfg.field_key and hasattr(net, "field_key")
+    s = get_task("structured/json_fields").samples(1)[0]
+    x = torch.tensor([tok.encode_chat(s.messages) + tok.encode_answer(s.answer, 48)])
+    padded = torch.cat([torch.full((1, 3), tok.pad_id), x], 1)
+    attn = torch.cat([torch.zeros(1, 3, dtype=torch.bool), torch.ones_like(x, dtype=torch.bool)], 1)
+    with torch.no_grad():
+        assert torch.allclose(net(x), net(padded, attention_mask=attn)[:, 3:], atol=1e-4)
 
 
 def test_positions_select_rows_of_the_full_output():

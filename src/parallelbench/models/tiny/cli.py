@@ -30,7 +30,7 @@ def _fail(message: str) -> None:
 
 def train(
     out: Path = typer.Option(Path("runs/tiny"), "--out", help="Folder for checkpoints, log and the exported model."),
-    steps: int = typer.Option(9500, "--steps", min=1, help="Optimiser steps (the learning-rate schedule spans them)."),
+    steps: int = typer.Option(11000, "--steps", min=1, help="Optimiser steps (the learning-rate schedule spans them)."),
     minutes: Optional[float] = typer.Option(None, "--minutes", min=0.0, help="Stop after this wall time, with a checkpoint (resume later)."),
     stop_at: Optional[int] = typer.Option(None, "--stop-at", min=1, help="Stop after this step, with a checkpoint, as if interrupted (the schedule still spans --steps); --resume continues."),
     transition: str = typer.Option("masked", "--transition", help="masked (absorbing state, MDLM/LLaDA) or uniform (SEDD-style)."),
@@ -52,7 +52,7 @@ def train(
 ) -> None:
     """Train the bundled tiny diffusion LM on the task generators' training streams.
 
-    Example: parallelbench train --out runs/tiny --steps 9500 --validate-every 500
+    Example: parallelbench train --out runs/tiny --steps 11000 --validate-every 500
 
     Same seed and steps give the same weights on the same machine; --minutes stops early
     with a checkpoint and --resume continues it. The exported model (model.pt,

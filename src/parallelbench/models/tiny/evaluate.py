@@ -22,18 +22,21 @@ TARGETS: dict[str, float] = {
     "waiting_line/shuffle": 0.90, "waiting_line/replace_random": 0.90,
     "waiting_line/insert_random": 0.90, "waiting_line/remove_random": 0.90,
     "puzzle/sudoku": 0.90, "puzzle/latin_square": 0.90, "waiting_line/sort": 0.80,
+    # issue 34: every structured task at one token per step
+    "structured/json_fields": 0.95, "structured/json_any_order": 0.95, "structured/tool_call": 0.95,
 }
 # Tasks whose correct answer is unique given the prompt.
 ZERO_DEPENDENCY = {
     "waiting_line/copy", "waiting_line/reverse", "waiting_line/replace_index", "waiting_line/insert_index",
     "waiting_line/remove_index", "waiting_line/sort", "puzzle/sudoku", "synthetic/copy",
-    "synthetic/replace_index",
+    "synthetic/replace_index", "structured/json_fields", "structured/tool_call",
 }
 TABLE_TASKS = [
     "waiting_line/copy", "waiting_line/reverse", "waiting_line/replace_index", "waiting_line/insert_index",
     "waiting_line/remove_index", "waiting_line/sort", "waiting_line/shuffle", "waiting_line/replace_random",
     "waiting_line/insert_random", "waiting_line/remove_random", "puzzle/sudoku", "puzzle/latin_square",
     "synthetic/copy", "synthetic/replace_index", "synthetic/replace_random", "synthetic/shuffle",
+    "structured/json_fields", "structured/json_any_order", "structured/tool_call",
 ]
 
 

@@ -59,6 +59,15 @@ class TinyConfig:
     # name committed before it, and the prompt's last name knows its own first name, so the
     # pointer can keep a person's two names together without an induction circuit.
     neighbours: bool = False
+    # Field-key embedding: every token inside a `key: value` field (from the separator after
+    # the key, `field_sep_ids`, to the field's end, `field_end_ids`: a comma piece, a closing
+    # brace, a line break) also gets an embedding of its field's key, the token before that
+    # separator. A value in the answer and the same key's value in the prompt then share a
+    # feature, so the pointer finds a value by its key in one step instead of through a
+    # two-hop induction (key -> separator -> value). Off when `field_sep_ids` is empty.
+    field_key: bool = False
+    field_sep_ids: list[int] | None = None
+    field_end_ids: list[int] | None = None
     # Grid embedding (row and column, as in TAPAS's table embeddings): after the latest
     # line break (`grid_line_ids`), the answer's start or a list opener, a token's row is
     # the number of row breaks (`grid_row_ids`) before it and its column the number of
@@ -150,6 +159,8 @@ class TinyDenoiser(nn.Module):
         if cfg.neighbours:
             self.prev_tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
             self.next_tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        if cfg.field_key:
+            self.field_key = nn.Embedding(cfg.vocab_size, cfg.d_model)  # the pad id stands for "no field"
         if cfg.grid:
             self.grid_row = nn.Embedding(cfg.grid, cfg.d_model)
             self.grid_col = nn.Embedding(cfg.grid, cfg.d_model)
@@ -246,6 +257,10 @@ class TinyDenoiser(nn.Module):
             pad = torch.full_like(hidden[:, :1], self.cfg.pad_id)
             prev, nxt = torch.cat([pad, hidden[:, :-1]], 1), torch.cat([hidden[:, 1:], pad], 1)
             x = x + self.prev_tok(spread(prev)) + self.next_tok(spread(nxt))
+        if self.cfg.field_key:
+            hidden = src.masked_fill(~src_mask, self.cfg.pad_id)
+            keys = field_keys(hidden, self.cfg.field_sep_ids or [], self.cfg.field_end_ids or [], self.cfg.pad_id)
+            x = x + self.field_key(spread(keys))
         if self.list_pos is not None:
             x = x + self.list_pos(spread(list_positions(src, self.cfg.list_open_id, self.sep_id, self.cfg.list_pos)))
         if self.rank_proj is not None:
@@ -418,6 +433,17 @@ def by_position(
     filled = first < length
     ids = canvas.gather(1, first.clamp(max=length - 1)).masked_fill(~filled, pad_id)
     return ids, filled, pos.clamp(0, width - 1)
+
+
+def field_keys(canvas: torch.Tensor, sep_ids: list[int], end_ids: list[int], none_id: int) -> torch.Tensor:
+    """Per position, the id of the key of the field it stands in (the token before the latest
+    key separator, when no field end came between), or `none_id` outside any field."""
+    idx = torch.arange(canvas.shape[1], device=canvas.device).expand_as(canvas)
+    sep = torch.where(_isin(canvas, sep_ids), idx, -1).cummax(dim=1).values
+    end = torch.where(_isin(canvas, end_ids), idx, -1).cummax(dim=1).values
+    before = torch.cat([torch.full_like(canvas[:, :1], none_id), canvas[:, :-1]], 1)
+    key = before.gather(1, sep.clamp(min=0))
+    return torch.where((sep >= 0) & (sep > end), key, torch.full_like(key, none_id))
 
 
 def list_positions(canvas: torch.Tensor, open_id: int | None, sep_id: int, size: int) -> torch.Tensor:

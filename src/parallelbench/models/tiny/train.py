@@ -50,7 +50,7 @@ BEST = "best.pt"  # weights of the best validation accuracy so far (with validat
 @dataclass
 class TrainConfig:
     out: str = "runs/tiny"
-    steps: int = 9500
+    steps: int = 11000
     minutes: float | None = None  # stop (with a checkpoint) after this wall time
     transition: str = "masked"  # "masked" | "uniform"
     seed: int = 0
@@ -74,6 +74,7 @@ class TrainConfig:
     grid_exclude: bool = True  # learned same-row / same-column candidate elimination; see TinyConfig
     rank: bool = True  # alphabetical-rank features of every token; see TinyConfig.token_rank
     grid_clean: float = 0.0  # share of rows whose grid codes are read from the clean answer
+    field_key: bool = True  # field-key embedding of `key: value` fields; see TinyConfig.field_key
     chunk_per_task: int = 512
     checkpoint_every: int = 250
     log_every: int = 25
@@ -153,7 +154,23 @@ def model_config(cfg: TrainConfig, tok: WordTokenizer) -> TinyConfig:
         grid=cfg.grid, grid_bias=cfg.grid_bias and cfg.grid > 0,
         grid_exclude=cfg.grid_exclude and cfg.grid_bias and cfg.grid > 0,
         token_rank=alphabetical_ranks(tok.tokens) if cfg.rank else None, **(grid_token_ids(tok) if cfg.grid else {}),
+        **(field_token_ids(tok) if cfg.field_key else {}),
     )
+
+
+# Key separators (`": "` / `": ` in a JSON answer; in the prompt's `key: "Name"` / `key: 12`
+# lines the phrase `: "` and a bare `:`, the space before a digit being a token of its own) and
+# field ends (comma pieces, closing braces, `{"`).
+FIELD_SEPARATORS = ('": "', '": ', ': "', ": ", ":")
+FIELD_ENDS = ('", "', ', "', '"}', "}", '{"', "{")
+
+
+def field_token_ids(tok: WordTokenizer) -> dict:
+    """The tokens of the field-key embedding (see TinyConfig.field_key): separators, and field
+    ends (the pieces above and every token holding a line break); off without separators."""
+    seps = [tok.index[w] for w in FIELD_SEPARATORS if w in tok.index]
+    ends = sorted({tok.index[w] for w in FIELD_ENDS if w in tok.index} | {i for w, i in tok.index.items() if "\n" in w})
+    return {"field_key": bool(seps), "field_sep_ids": seps, "field_end_ids": ends}
 
 
 def grid_token_ids(tok: WordTokenizer) -> dict:
@@ -228,7 +245,8 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
                 "delete it or drop --resume to start afresh"
             ) from None
         # Checkpoints from before the grid embedding existed trained without it.
-        saved = TrainConfig(**{"grid": 0, "grid_bias": False, "grid_clean": 0.0, "grid_exclude": False, "rank": False, **state["train_config"]})
+        saved = TrainConfig(**{"grid": 0, "grid_bias": False, "grid_clean": 0.0, "grid_exclude": False, "rank": False,
+                               "field_key": False, **state["train_config"]})
         # The run's identity comes from the checkpoint; only the stopping rule may change.
         saved.steps, saved.minutes, saved.out, saved.stop_at = cfg.steps, cfg.minutes, cfg.out, cfg.stop_at
         cfg = saved
