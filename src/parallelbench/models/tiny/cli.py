@@ -103,7 +103,7 @@ def _load(path: Optional[Path], uniform: bool):
 def accuracy(
     path: Optional[Path] = typer.Option(None, "--path", help="Trained model folder (default: the shipped weights)."),
     uniform: bool = typer.Option(False, "--uniform", help="Evaluate the uniform-transition variant."),
-    tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated task ids (default: the card's 16 tasks)."),
+    tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated task ids (default: the card's 19 tasks)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N test samples per task (default: all)."),
     seed: int = typer.Option(0, "--seed"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
