@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from native_ckpt import WORDS, save_tensors, trap
+from native_ckpt import WORDS, random_tensors, save_tensors, trap
 
 SPECIALS = {
     "sdar": ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>", "<|MASK|>"],
@@ -164,21 +164,7 @@ def write_checkpoint(folder: Path, family: str, *, seed: int = 0, shards: int = 
     (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": gen_eos, "pad_token_id": 0}))
     for module in cfg.get("auto_map", {}).values():
         (folder / f"{module.split('.')[0]}.py").write_text(trap(folder, module))
-    gen = torch.Generator().manual_seed(seed)
-    tensors = {}
-    for name, shape in published_shapes(family, cfg).items():
-        if name.endswith("norm.weight") or "layernorm" in name:
-            t = 1.0 + 0.1 * torch.randn(shape, generator=gen)
-        elif name.endswith("expert_bias"):
-            t = 0.1 * torch.randn(shape, generator=gen)
-        elif name.endswith("bias"):
-            t = 0.5 * torch.randn(shape, generator=gen)
-        elif "embed" in name:
-            t = torch.randn(shape, generator=gen)
-        else:
-            t = torch.randn(shape, generator=gen) / math.sqrt(shape[-1])
-        tensors[name] = t.to(dtype).contiguous()
-    save_tensors(folder, tensors, shards)
+    save_tensors(folder, random_tensors(published_shapes(family, cfg), seed, dtype), shards)
     return folder
 
 

@@ -30,6 +30,8 @@ FAMILY_TOKENS = {  # family -> (specials in id order, mask token, end-of-turn to
               "<|endoftext|>"),
     "dream": (["<|endoftext|>", "<|im_end|>", "<|start|>", "<unk>", "<|mask|>"], "<|mask|>", "<|im_end|>",
               "<|endoftext|>"),
+    "lladamoe": (["<|endoftext|>", "<|role_end|>", "<|start|>", "<unk>", "<|mask|>"], "<|mask|>", "<|role_end|>",
+                 "<|endoftext|>"),
 }
 
 
@@ -198,6 +200,36 @@ def _read(folder: Path) -> dict[str, torch.Tensor]:
     return out
 
 
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    return weight * x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps)
+
+
+def linear(w: dict[str, torch.Tensor], x: torch.Tensor, name: str) -> torch.Tensor:
+    """x times the published tensor `name`.weight, plus `name`.bias when the checkpoint has one."""
+    y = x @ w[name + ".weight"].T
+    return y + w[name + ".bias"] if name + ".bias" in w else y
+
+
+def random_tensors(shapes: dict[str, tuple[int, ...]], seed: int, dtype=torch.bfloat16) -> dict[str, torch.Tensor]:
+    """Random weights by role: norms near 1, biases and expert biases small, embeddings unit scale,
+    matrices scaled by 1/sqrt(fan-in) (the block-diffusion and MoE checkpoints' weights)."""
+    gen = torch.Generator().manual_seed(seed)
+    tensors = {}
+    for name, shape in shapes.items():
+        if name.endswith("norm.weight") or "layernorm" in name:
+            t = 1.0 + 0.1 * torch.randn(shape, generator=gen)
+        elif name.endswith("expert_bias"):
+            t = 0.1 * torch.randn(shape, generator=gen)
+        elif name.endswith("bias"):
+            t = 0.5 * torch.randn(shape, generator=gen)
+        elif "embed" in name:
+            t = torch.randn(shape, generator=gen)
+        else:
+            t = torch.randn(shape, generator=gen) / math.sqrt(shape[-1])
+        tensors[name] = t.to(dtype).contiguous()
+    return tensors
+
+
 def reference_logits(folder: Path, ids: torch.Tensor) -> torch.Tensor:
     """fp32 logits [L, V] of one unpadded row, computed from the published tensors directly
     (unshifted; Dream's engine-facing logits are these moved one position right)."""
@@ -224,11 +256,10 @@ def reference_logits(folder: Path, ids: torch.Tensor) -> torch.Tensor:
     length = ids.shape[0]
 
     def rms(x, weight):
-        return weight * x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps)
+        return rms_norm(x, weight, eps)
 
     def lin(x, name):
-        y = x @ w[name + ".weight"].T
-        return y + w[name + ".bias"] if name + ".bias" in w else y
+        return linear(w, x, name)
 
     pos = torch.arange(length, dtype=torch.float64)
     inv = 1.0 / theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd)
