@@ -189,7 +189,7 @@ def test_multi_block_commits_several_tokens_per_step_on_the_sharp_net():
 def test_block_causal_models_are_refused_in_one_line():
     from block_causal_toy import ToyBlockNet  # noqa: PLC0415
 
-    with pytest.raises(ValueError, match="cannot decode the block-causal model") as err:
+    with pytest.raises(ValueError, match="cannot decode a block-causal model") as err:
         decode(ToyBlockNet(), [[3]], gen_length=8, strategy=build_strategy("multi-block", block_length=4))
     assert "\n" not in str(err.value)
 

@@ -40,10 +40,12 @@ def ckpts(tmp_path_factory):
 
 
 def test_detected_from_its_model_type_and_from_a_published_llada_config():
-    cfg = moe.config(50, 49)
+    from parallelbench.models.hf.examples import config
+
+    cfg = config("lladamoe")
     assert native_family(cfg) == detect_family(cfg) == "lladamoe"
     assert native_family({**cfg, "model_type": "llada"}) == "lladamoe"  # the hub configs keep "llada"
-    assert native_family(nc.llada_config(50, 49)) == "llada"  # an OLMo-style LLaDA config stays LLaDA
+    assert native_family(config("llada")) == "llada"  # an OLMo-style LLaDA config stays LLaDA
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))

@@ -20,26 +20,27 @@ from typing import Any
 
 import torch
 
+from parallelbench.models.protocols import ModelInputError
+
 NEG_INF = float("-inf")
 
 
 def block_length_for(model: Any, block_length: int | None) -> int:
     """The block length of a block-causal decode: the strategy's, else the model's default.
-    Raises one ValueError line when it does not suit the model."""
-    name = type(model).__name__
+    Raises one ModelInputError line when it does not suit the model."""
     size = getattr(model, "block_size", None)
     if block_length is None:
         block_length = getattr(model, "default_block_length", None)
         if block_length is None:
             block_length = size
         if not isinstance(block_length, int) or isinstance(block_length, bool) or block_length < 1:
-            raise ValueError(
-                f"block-causal model {name} states no default_block_length: give the strategy a block_length"
+            raise ModelInputError(
+                "this block-causal model states no default block length: give the strategy a block_length"
                 + (f" (a multiple of its block size {size})" if size else "")
             )
     if size is not None and (block_length < 1 or block_length % int(size) != 0):
-        raise ValueError(
-            f"block_length={block_length} does not suit {name}: it was trained on blocks of {size} tokens, "
+        raise ModelInputError(
+            f"block_length={block_length} does not suit this model: it was trained on blocks of {size} tokens, "
             f"so block_length must be a positive multiple of {size} (e.g. {size} or {2 * int(size)})"
         )
     return int(block_length)

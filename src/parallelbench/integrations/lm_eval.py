@@ -196,7 +196,8 @@ class ParallelBenchLM(LM):
             for start in range(0, len(members), self.batch):
                 chunk = members[start : start + self.batch]
                 samples = self._fit_vocabulary([prepared[i][0] for i in chunk])
-                gens = self._generate(samples, strategy, canvas, self.seed + chunk[0])
+                tasks = dict.fromkeys(str(getattr(requests[i], "task_name", None) or s.task) for i, s in zip(chunk, samples))
+                gens = self._generate(samples, strategy, canvas, self.seed + chunk[0], ", ".join(tasks))
                 for i, sample, gen in zip(chunk, samples, gens):
                     out[i] = _cut_at_stops(gen.text, prepared[i][1])
                     unmask = (gen.extra or {}).get("unmask_text")
@@ -259,11 +260,13 @@ class ParallelBenchLM(LM):
         except Exception:  # noqa: BLE001  (a statistic, never a reason to stop the evaluation)
             return 0
 
-    def _generate(self, samples: list[Sample], strategy, gen_length: int, seed: int) -> list[Generation]:
+    def _generate(self, samples: list[Sample], strategy, gen_length: int, seed: int, task: str) -> list[Generation]:
         try:
             return list(self.model.generate(samples, strategy, max_new_tokens=gen_length, seed=seed))
-        except ValueError as exc:  # e.g. the tiny model meeting words outside its vocabulary
-            raise ParallelBenchLMError(" ".join(str(exc).split())) from None
+        except ValueError as exc:  # an input the model cannot take: too long, a block length that does not fit ...
+            raise ParallelBenchLMError(
+                f"model={self.model_spec} cannot decode lm-eval task {task!r}: {' '.join(str(exc).split())}"
+            ) from None
 
     def _record(self, req, gen: Generation, gen_length: int, input_length: int, unmask_text: str | None = None) -> None:
         edits = int((gen.extra or {}).get("edits") or 0)

@@ -18,11 +18,19 @@ __all__ = [
     "BlockProgress",
     "CausalModel",
     "MaskedDiffusionModel",
+    "ModelInputError",
     "is_block_causal",
     "supports_attention_bias",
     "uses_block_cache",
     "uses_delayed_cache",
 ]
+
+
+class ModelInputError(ValueError):
+    """An input this model cannot take: a prompt and answer longer than its positions, words
+    outside its vocabulary, a block length its blocks do not divide. Raise it (one line saying
+    what does not fit and how to fix it) before or while decoding; the runner then skips the
+    task with one line naming the model and the task, and `parallelbench lm-eval` stops with one."""
 
 
 @runtime_checkable

@@ -112,12 +112,16 @@ class UnsupportedTask(Exception):
 
 
 def no_answer_set_errors() -> tuple[type[BaseException], ...]:
-    """The exception a model raises for a sample it cannot decode (the ideal model's)."""
+    """The exceptions a model raises for a sample it cannot decode: the ideal model's missing
+    answer set, and any model's input that does not fit it (too long, unknown words, a block
+    length its blocks do not divide)."""
+    from parallelbench.models.protocols import ModelInputError
+
     try:
         from parallelbench.models.ideal.bench import NoAnswerSetError
     except ImportError:  # pragma: no cover - the ideal model ships with the package
-        return ()
-    return (NoAnswerSetError,)
+        return (ModelInputError,)
+    return (NoAnswerSetError, ModelInputError)
 
 
 def unsupported_tasks(

@@ -11,7 +11,9 @@ It implements the block-causal contract (`models/protocols.py`, docs/architectur
   first real token;
 - with `cache="block"`: `supports_kv_cache`, `new_kv_cache(batch, length)` and
   `forward_cached(ids, kv=, rows=, start=, position_ids=, attention_bias=, store=)`, the exact
-  KV cache of finished blocks (`block_cache.BlockKV`).
+  KV cache of finished blocks (`block_cache.BlockKV`);
+- `delete_token_id` / `split_token_id`: the DELETE and SPLIT ids of LLaDA 2.2's insert/delete editing
+  (`indel-threshold`), from the config where it states them, else None.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ class BlockCausalNet(HFDiffusionNet):
     cache_modes = ("block",)
 
     def __init__(self, model: torch.nn.Module, *, mask_id: int, eos_id: int, vocab_size: int,
-                 stop_ids: Sequence[int] = (), pad_id: int | None = None, cache: str = "none", source: str = ""):
+                 stop_ids: Sequence[int] = (), pad_id: int | None = None, cache: str = "none", source: str = "",
+                 delete_token_id: int | None = None, split_token_id: int | None = None):
         if cache not in CACHE_MODES:
             raise ValueError(f"cache={cache!r} is invalid for a block-diffusion model: use none or block "
                              "(block: the exact KV cache of finished blocks)")
@@ -45,6 +48,7 @@ class BlockCausalNet(HFDiffusionNet):
         self.cache_mode = cache
         self.supports_kv_cache = cache == "block"
         self.source = source
+        self.delete_token_id, self.split_token_id = delete_token_id, split_token_id
 
     @torch.no_grad()
     def forward(self, canvas: torch.Tensor, *, attention_mask: torch.Tensor | None = None,
