@@ -72,7 +72,9 @@ def load(arg: str, **options: Any):
     try:
         model = module.build(ckpt, opts, device=device, dtype=resolve_dtype(opts.dtype, device), name=f"hf:{arg}")
     except ValueError as exc:  # adapter-level option errors, e.g. an unsupported cache mode
-        raise HFModelError(about(f"'hf:{arg}'", str(exc))) from None
+        # a message naming the resolved folder ('hf:/abs/dir') names the model as the user spelled it
+        message = str(exc).replace(f"'hf:{ckpt.label}'", f"'hf:{arg}'")
+        raise HFModelError(about(f"'hf:{arg}'", message)) from None
     if opts.adapter:
         from parallelbench.models.hf.adapter import apply_adapter
 
