@@ -128,3 +128,9 @@ def test_indel_token_errors_name_no_internal_class():
     with pytest.raises(ValueError) as err:
         edit_token_ids(IndelThresholdOptions(delete_token=9, split_token=3), BlockCausalNet())
     assert "BlockCausalNet" not in str(err.value) and "the model's mask id" in str(err.value)
+
+
+def test_results_help_keeps_the_config_label_examples():
+    """Rich markup read `[k=2]` in the help as a tag and dropped it: the example label looked like a name."""
+    out = " ".join(CliRunner().invoke(app, ["results", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert "(confidence-topk[k=2])" in out and "e.g. 'confidence-topk[k=2]'" in out
