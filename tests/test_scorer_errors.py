@@ -114,6 +114,7 @@ def test_leaderboard_leaves_error_rows_out_and_marks_the_strategy(ran):
     assert HALF in text and ALL in text
     assert "confidence-topk!" in text or "S1!" in text
     assert "some rows of this strategy are scorer errors" in text
+    assert re.search(r"┃ task\s+┃\s+S1! ┃", out), out  # the AUP-per-task column (and its mean) is marked too
     board = json.loads(CliRunner().invoke(app, ["leaderboard", "--db", str(db), "--json"]).output)
     assert board["confidence-topk"]["90"] == 2.0  # every scored row is right: not dragged down by the zeros
 

@@ -106,7 +106,7 @@ def _aup_tables(console: Console, board: Board, ids_of: dict[str, str]) -> list[
         table = Table()
         table.add_column("task", no_wrap=True)
         for s in chunk:
-            table.add_column(ids_of[s], justify="right", no_wrap=True)
+            table.add_column(ids_of[s] + (FLAG if s in board.flagged else ""), justify="right", no_wrap=True)
         for column, task in zip(task_columns, tasks):
             table.add_row(Text(task), *(_aup_text(value_of.get((s, column))) for s in chunk))
         table.add_row(Text("mean", style="bold"), *(_aup_text(value_of.get((s, "AUP"))) for s in chunk))
