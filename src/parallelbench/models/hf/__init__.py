@@ -25,8 +25,8 @@ log = logging.getLogger(__name__)
 def load(arg: str, **options: Any):
     """Load `hf:<arg>`; every user error is one `HFModelError` line (a `ModelSpecError`)."""
     from parallelbench.models.hf.checkpoint import resolve
-    from parallelbench.models.hf.detect import FAMILIES, detect_family, estimate_parameters, native_family
-    from parallelbench.models.hf.options import parse_options, resolve_device, resolve_dtype
+    from parallelbench.models.hf.detect import FAMILIES, FAMILY_NAMES, detect_family, estimate_parameters, native_family
+    from parallelbench.models.hf.options import compile_refused, parse_options, resolve_device, resolve_dtype
 
     opts = parse_options(options)
     try:
@@ -41,6 +41,8 @@ def load(arg: str, **options: Any):
             f"cannot tell which adapter 'hf:{arg}' needs (model_type {kind!r}); "
             f"pass --model-opt family=<{'|'.join(FAMILIES)}>"
         )
+    if opts.compile and family not in ("llada", "dream", "sdar", "llada2"):
+        raise compile_refused(f"hf:{arg}", f"a {FAMILY_NAMES[family]} model")
     if opts.medusa and family != "causal":
         raise HFModelError(
             f"--model-opt medusa=... needs an autoregressive (causal) model; 'hf:{arg}' is a {family} model"

@@ -9,7 +9,10 @@ native module makes possible:
   every head's scores) pass straight to the transformer; such calls bypass the KV cache (they
   are not steps of a block-wise decode). `supports_attention_bias` is declared for unshifted
   families (LLaDA) only, see `__init__`;
-- per-row prefix and dual caches (`cache.RowBlockCache`), batch-invariant by construction.
+- per-row prefix and dual caches (`cache.RowBlockCache`), batch-invariant by construction,
+  with their bookkeeping on the device: a decoding loop that calls `host_plan` after its step
+  and hands the values back with `set_host_plan` gets a forward that reads nothing on the host;
+- `compile=true`: every forward compiled whole (`DiffusionTransformer.enable_compile`).
 """
 
 from __future__ import annotations
@@ -47,27 +50,42 @@ class NativeDiffusionNet(HFDiffusionNet):
         self.source = source
         self.compiled = bool(compile)
         if compile:
-            model.compile_parts()
+            model.enable_compile()
         self._row_cache = None if cache == "none" else RowBlockCache(model, cache, mask_id=self.mask_id,
                                                                        shift=self.logit_shift)
+        self._plan: tuple[int, list[int]] | None = None  # (rows, values) of `set_host_plan`, for the next call
 
     @torch.no_grad()
     def forward(self, canvas: torch.Tensor, *, attention_mask: torch.Tensor | None = None,
                 rows: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
                 attention_bias: torch.Tensor | None = None) -> torch.Tensor:
-        if attention_mask is None:
-            attention_mask = torch.ones_like(canvas, dtype=torch.bool)
-        attention_mask = attention_mask.bool()
+        if attention_mask is not None:
+            attention_mask = attention_mask.bool()
         if rows is None:
             rows = torch.arange(canvas.shape[0], device=canvas.device)
-        positions = default_positions(attention_mask) if position_ids is None else position_ids
+        positions = default_positions(attention_mask, canvas) if position_ids is None else position_ids
         session = self.session_info
+        plan, self._plan = self._plan, None
         if self._row_cache is not None and session is not None and attention_bias is None and position_ids is None:
+            values = plan[1] if plan is not None and plan[0] == canvas.shape[0] else None
             raw = self._row_cache.forward(canvas, attention_mask, positions, rows, session.gen_length,
-                                          session.block_length)
+                                          session.block_length, values)
         else:
             raw = self.model(canvas, attention_mask, position_ids=positions, attention_bias=attention_bias)
         return self._finish(raw, attention_mask)
+
+    def host_plan(self, canvas: torch.Tensor, rows: torch.Tensor, keep: torch.Tensor) -> torch.Tensor | None:
+        """What the next call, `forward(canvas[keep], rows=rows[keep])`, needs to know on the host,
+        as a small long tensor on the device (None: nothing): the caller reads it together with its
+        own values (one transfer) and passes them to `set_host_plan` before that call."""
+        session = self.session_info
+        if self._row_cache is None or session is None:
+            return None
+        return self._row_cache.plan(canvas, rows, keep, session.gen_length, session.block_length)
+
+    def set_host_plan(self, rows: int, values: list[int]) -> None:
+        """The values of `host_plan` for the next call, which has `rows` rows (used once)."""
+        self._plan = (int(rows), [int(v) for v in values])
 
     __call__ = forward
 
@@ -78,15 +96,16 @@ class NativeDiffusionNet(HFDiffusionNet):
         if logits.data_ptr() == raw.data_ptr() and not self.merge_ids:
             logits = logits.clone()  # never hand out the cache's own buffer
         if self.merge_ids:
-            logits = merge_stop_logits(logits, self.eos_id, self.merge_ids)
+            logits = merge_stop_logits(logits, self.eos_id, self.merge_ids, self.merge_index(logits.device))
         return logits
 
     def reset(self) -> None:
+        self._plan = None
         if self._row_cache is not None:
             self._row_cache.reset()
 
     def cache_refreshes(self) -> dict[int, int]:
-        return dict(self._row_cache.refreshes) if self._row_cache is not None else {}
+        return self._row_cache.refreshes if self._row_cache is not None else {}
 
     def versions(self) -> dict[str, Any]:
         out = {"torch": torch.__version__, "native_family": self.family, "kv_cache": self.cache_mode,
@@ -98,11 +117,14 @@ class NativeDiffusionNet(HFDiffusionNet):
         return out
 
 
-def shift_per_row(logits: torch.Tensor, attention_mask: torch.Tensor, shift: int = 1) -> torch.Tensor:
+def shift_per_row(logits: torch.Tensor, attention_mask: torch.Tensor | None, shift: int = 1) -> torch.Tensor:
     """Logit at position i taken from i - shift, never from before the row's first real token
     (which repeats itself), so left padding changes nothing."""
     b, length, v = logits.shape
-    first = torch.argmax(attention_mask.int(), dim=1)  # index of each row's first real token
+    if attention_mask is None:
+        first = torch.zeros(b, dtype=torch.long, device=logits.device)
+    else:
+        first = torch.argmax(attention_mask.int(), dim=1)  # index of each row's first real token
     src = torch.arange(length, device=logits.device).unsqueeze(0) - shift
     src = torch.maximum(src, first.unsqueeze(1)).clamp(max=length - 1)
     return torch.gather(logits, 1, src.unsqueeze(-1).expand(b, length, v))
