@@ -55,7 +55,9 @@ def prefix_and_window(buf: torch.Tensor, rows: torch.Tensor | None, start: int, 
     """Stored columns [0, start) of `rows` (None: every row, in order) followed by the window's `fresh` [b, H, W, D]."""
     if start == 0:
         return fresh
-    old = buf[:, :, :start] if rows is None else buf[:, :, :start].index_select(0, rows)
+    old = buf.narrow(2, 0, start)
+    if rows is not None:
+        old = old.index_select(0, rows)
     return torch.cat([old, fresh.to(old.dtype)], dim=2)
 
 
@@ -64,9 +66,8 @@ def store_window(buf: torch.Tensor, rows: torch.Tensor | None, start: int, fresh
     """Write `fresh` [b, H, W, D] into columns [start, start + W) of `rows` where `store` [b, W] is True."""
     width = fresh.shape[2]
     keep = store[:, None, :, None]
+    window = buf.narrow(2, start, width)  # narrow, not a slice: its width is exactly W (no clamping to reason about)
     if rows is None:
-        window = buf[:, :, start:start + width]
         window.copy_(torch.where(keep, fresh.to(buf.dtype), window))
     else:
-        old = buf[:, :, start:start + width].index_select(0, rows)
-        buf[rows, :, start:start + width] = torch.where(keep, fresh.to(buf.dtype), old)
+        window.index_copy_(0, rows, torch.where(keep, fresh.to(buf.dtype), window.index_select(0, rows)))

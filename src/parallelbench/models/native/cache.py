@@ -218,15 +218,17 @@ def window_kv(buf: torch.Tensor, slots: torch.Tensor | None, fresh: torch.Tensor
     """Keys (or values) a window pass attends to: each row's stored ones [b, H, L, D], with the
     fresh `fresh` [b, H, e - s, D] at its own columns of [s, s + width). Returns (those, saved)
     where `saved` is what the caller must put back with `restore_kv` (identity rows work in place)."""
-    e = s + fresh.shape[2]
+    width = fresh.shape[2]
     sel = own[:, None, :, None]
     if slots is None:  # the session's rows, in order: write into the buffer, restore after attention
-        rows = buf[: fresh.shape[0]]
-        saved = rows[:, :, s:e].clone()
-        rows[:, :, s:e] = torch.where(sel, fresh.to(buf.dtype), saved)
+        rows = buf.narrow(0, 0, fresh.shape[0])
+        window = rows.narrow(2, s, width)
+        saved = window.clone()
+        window.copy_(torch.where(sel, fresh.to(buf.dtype), saved))
         return rows, saved
     out = buf.index_select(0, slots)
-    out[:, :, s:e] = torch.where(sel, fresh.to(buf.dtype), out[:, :, s:e])
+    window = out.narrow(2, s, width)
+    window.copy_(torch.where(sel, fresh.to(buf.dtype), window))
     return out, None
 
 
@@ -234,10 +236,9 @@ def restore_kv(buf: torch.Tensor, slots: torch.Tensor | None, fresh: torch.Tenso
                refresh: torch.Tensor, store: bool) -> None:
     """After a layer's attention: put back what `window_kv` overwrote, except the keys/values of
     refreshed rows in a refresh pass (`store`), which become the row's cache."""
-    e = s + fresh.shape[2]
     r = refresh[:, None, None, None]
     if slots is None:
-        rows = buf[: fresh.shape[0]]
-        rows[:, :, s:e] = torch.where(r, fresh.to(buf.dtype), saved) if store else saved
+        window = buf.narrow(0, 0, fresh.shape[0]).narrow(2, s, fresh.shape[2])
+        window.copy_(torch.where(r, fresh.to(buf.dtype), saved) if store else saved)
     elif store:
-        buf[slots] = torch.where(r, fresh.to(buf.dtype), buf.index_select(0, slots))
+        buf.index_copy_(0, slots, torch.where(r, fresh.to(buf.dtype), buf.index_select(0, slots)))

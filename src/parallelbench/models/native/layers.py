@@ -224,15 +224,16 @@ class DiffusionTransformer(nn.Module):
     def compiled(self) -> bool:
         return self._compiled is not None
 
-    def enable_compile(self) -> None:
+    def enable_compile(self, *, dynamic: bool | None = None, backend: str = "inductor") -> None:
         """compile=true: each whole forward through torch.compile(fullgraph=True); on CUDA with
         mode="reduce-overhead", i.e. replayed as CUDA graphs (one per shape; the KV buffers are
         marked static so a replay reads and writes them in place). The first calls of each
-        shape compile; outputs are copied out of the graph's memory before they are returned."""
+        shape compile; outputs are copied out of the graph's memory before they are returned.
+        `dynamic` / `backend` go to torch.compile (tests: dynamic=True compiles each path once)."""
         if self._compiled is not None:
             return
-        self._cuda_graphs = self.embed.weight.device.type == "cuda"
-        options = {"fullgraph": True, "dynamic": None}
+        self._cuda_graphs = self.embed.weight.device.type == "cuda" and backend == "inductor"
+        options: dict = {"fullgraph": True, "dynamic": dynamic, "backend": backend}
         if self._cuda_graphs:
             options["mode"] = "reduce-overhead"
         self._compiled = {name: torch.compile(getattr(self, name), **options)

@@ -115,14 +115,16 @@ def expert_matmul(rows: torch.Tensor, weight: torch.Tensor, by_expert: torch.Ten
     no token picks an expert twice), so no shape ever depends on the routing."""
     if _grouped_mm_ok(rows):
         if torch.compiler.is_compiling():
-            return F.grouped_mm(rows, weight.transpose(1, 2), offs=ends.to(torch.int32))
-        try:
-            return F.grouped_mm(rows, weight.transpose(1, 2), offs=ends.to(torch.int32))
-        except RuntimeError:  # a device / dtype the grouped kernel does not cover: pad instead
-            _GROUPED_MM_FAILED.add(rows.device.type)
+            if rows.dtype == torch.bfloat16:  # torch.compile's shape rule for the grouped kernel takes bf16 only
+                return F.grouped_mm(rows, weight.transpose(1, 2), offs=ends.to(torch.int32))
+        else:
+            try:
+                return F.grouped_mm(rows, weight.transpose(1, 2), offs=ends.to(torch.int32))
+            except RuntimeError:  # a device / dtype the grouped kernel does not cover: pad instead
+                _GROUPED_MM_FAILED.add(rows.device.type)
     starts = torch.cat([ends.new_zeros(1), ends[:-1]])
     slots = torch.arange(by_expert.shape[0], device=rows.device) - starts[by_expert]
-    buf = rows.new_zeros(weight.shape[0], max(capacity, 1), rows.shape[1])
+    buf = rows.new_zeros(weight.shape[0], capacity, rows.shape[1])
     buf[by_expert, slots] = rows
     return torch.bmm(buf, weight.transpose(1, 2))[by_expert, slots]
 
