@@ -15,19 +15,20 @@ from parallelbench.cli import app
 @pytest.fixture(scope="module")
 def full_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    return build_report(synthetic_frame(samples=4), out, source="synthetic"), out
+    return build_report(synthetic_frame(samples=4, editing=True), out, source="synthetic"), out
 
 
 def test_report_has_every_section_and_inlines_plotly(full_report):
     path, _ = full_report
     page = path.read_text(encoding="utf-8")
-    for section in ("leaderboard-section", "tradeoff", "per-task", "task-map", "failures", "files"):
+    for section in ("leaderboard-section", "tradeoff", "per-task", "task-map", "repair", "failures", "files"):
         assert f'id="{section}"' in page
     external = re.findall(r"<(?:script|link|img)\b[^>]*\b(?:src|href)=[\"']?(?:https?:)?//", page)
     assert external == []  # offline: plotly.js and CSS are inline, nothing is fetched
     assert len(re.findall(r"<script\b[^>]*>", page)) >= 4
     assert "Plotly.newPlot" in page or "Plotly.react" in page
-    assert page.count('class="lb-row"') == 8  # random, confidence-topk, l2r, threshold, 4 semi-AR block lengths
+    # random, confidence-topk, l2r, threshold, 4 semi-AR block lengths, edit-threshold
+    assert page.count('class="lb-row"') == 9
     unescaped = page.replace("\\u002f", "/")  # plotly escapes "/" inside its JSON
     assert "tokens per step (tokens / forward pass)" in unescaped and "accuracy (%)" in page
     assert "oracle(confidence-threshold)" in page
@@ -37,13 +38,13 @@ def test_report_has_every_section_and_inlines_plotly(full_report):
 def test_report_writes_png_svg_and_curves_that_rank_the_same(full_report):
     _, out = full_report
     names = {p.name for p in (out / "figures").iterdir()}
-    for stem in ("tradeoff_synthetic-dllm", "tasks_synthetic-dllm", "taskmap"):
+    for stem in ("tradeoff_synthetic-dllm", "tasks_synthetic-dllm", "taskmap", "repair_synthetic-dllm"):
         assert {f"{stem}.png", f"{stem}.svg"} <= names
     assert (out / "figures" / "taskmap.png").read_bytes()[:4] == b"\x89PNG"
     from_csv = rank(read_curves_dir(out / "curves" / "synthetic-dllm"), REPORT_THRESHOLDS)
     saved = pd.read_csv(out / "leaderboard.csv")
     merged = from_csv.merge(saved, on="strategy", suffixes=("_csv", "_db"))
-    assert len(merged) == len(saved) == 8
+    assert len(merged) == len(saved) == 9
     for t in ("90", "80", "70", "60"):
         assert merged[f"{t}_csv"].to_numpy() == pytest.approx(merged[f"{t}_db"].to_numpy())
 

@@ -115,6 +115,16 @@ def test_unknown_options_fail_in_one_line_before_loading(examples):
     assert not (examples / "r.db").exists()
 
 
+def test_option_values_that_do_not_fit_the_type_hints_fail_as_the_page_shows(examples):
+    page = (Path(__file__).resolve().parents[1] / "docs" / "models.md").read_text(encoding="utf-8")
+    result = run("--model", "py:my_dllm:make", "--model-opt", "batch_size=many", "--tasks", "waiting_line/copy",
+                 "--strategy", "confidence-topk", "--k", "1", "--limit", "1", "--db", "r.db")
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    line = result.output.strip()
+    assert line in page, line
+    assert not (examples / "r.db").exists()
+
+
 def test_autoregressive_example_loads_runs_and_serves_as_a_verifier(examples):
     from parallelbench.models import load_model
     from parallelbench.models.protocols import CausalModel

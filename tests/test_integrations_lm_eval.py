@@ -246,9 +246,10 @@ def test_export_writes_the_rewrites_groups_stops_and_metrics(tmp_path: Path):
         assert until == (["\n\n\n"] if "puzzles" in name else ["\n\n"])
         metrics = [m["metric"] for m in cfg["metric_list"]]
         assert metrics[0] == "score" and metrics[-8:] == decoding
+        assert metrics[-10:-8] == ["unmask_score", "edits"]  # repair by editing (issue 32 item 4)
         if "text_writing" not in name:
             assert metrics[:2] == ["score", "score_strict"]
-        scored = [m for m in cfg["metric_list"] if m["metric"] not in decoding]
+        scored = [m for m in cfg["metric_list"] if m["metric"] not in decoding + ["edits"]]
         assert all(m["aggregation"] == "!function utils.percent_mean" for m in scored)  # 0..100
         assert (path.parent / "utils.py").exists() and (path.parent / cfg["dataset_kwargs"]["data_file"]).exists()
 
@@ -258,7 +259,8 @@ def test_sample_metrics_of_an_exported_doc_use_the_recorded_metadata(monkeypatch
 
     sample = get_task("puzzle/sudoku").samples(1)[0]
     doc = doc_of(sample)
-    assert m.sample_metrics(doc, sample.answer) == {"score": 1.0, "score_strict": 1.0, **dict.fromkeys(m.DECODING_METRICS, 0.0)}
+    assert m.sample_metrics(doc, sample.answer) == {"score": 1.0, "score_strict": 1.0, "unmask_score": 1.0, "edits": 0.0,
+                                                    **dict.fromkeys(m.DECODING_METRICS, 0.0)}
     m.record(sample.id, m.decoding_metadata([0, 1, 2], [3], nfe=4, gen_length=64, input_length=10, output_length=3))
     got = m.sample_metrics(doc, sample.answer)
     assert (got["nfe"], got["tokens_per_step"], got["input_length"], got["output_length"]) == (4.0, 16.0, 10.0, 3.0)
@@ -274,3 +276,115 @@ def test_sample_metrics_of_an_exported_doc_use_the_recorded_metadata(monkeypatch
     monkeypatch.setenv("PARALLELBENCH_SCORING", "strict")
     with pytest.raises(ValueError, match="valid: default, paper"):
         m.sample_metrics(doc, sample.answer)
+
+
+# ---- tasks of your own: a group per module, and the printed command runs as printed (issue 35 item 2) ----
+
+def test_user_tasks_export_a_group_and_the_printed_command_runs_through_lm_eval(tmp_path: Path, monkeypatch) -> None:
+    import os
+    import shlex
+    import uuid
+
+    from doc_blocks import block
+
+    module = f"pbu_{uuid.uuid4().hex[:10]}"
+    (tmp_path / f"{module}.py").write_text(block("runner.md", "# my_tasks.py"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    try:
+        res = runner.invoke(app, ["tasks", "export", "--format", "lm-eval", "--out", "my_lmeval",
+                                  "--tasks", f"{module}:make_tasks", "--limit", "3"])
+    finally:
+        sys.modules.pop(module, None)
+    assert res.exit_code == 0, res.output
+    group = f"{module}_all"
+    assert f"group: {group}" in (tmp_path / "my_lmeval" / f"_{group}.yaml").read_text()
+    (printed,) = [line for line in res.output.splitlines() if line.startswith("run: ")]
+    command = shlex.split(printed[len("run: "):])
+    assert command[:2] == ["parallelbench", "lm-eval"] and command[-2:] == ["--tasks", group], printed
+    launcher = [sys.executable, "-c", "import sys; from parallelbench.cli import main; sys.argv[0] = 'parallelbench'; main()"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "HF_DATASETS_OFFLINE": "1",
+           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.run([*launcher, *command[1:], "--output_path", "out"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(next((tmp_path / "out").rglob("results_*.json")).read_text())["results"]
+    assert "score,none" in results[group] and results["parallelbench_mine_any_order"]["nfe,none"] > 0
+
+
+def test_run_targets_name_what_was_exported() -> None:
+    from parallelbench.integrations.lm_eval_command import printed_commands, run_targets
+
+    tasks = [get_task("waiting_line/copy"), get_task("puzzle/sudoku"), get_task("waiting_line_n15/copy")]
+    assert run_targets(tasks, ["my_tasks_all"]) == ["parallelbench_all", "my_tasks_all", "parallelbench_waiting_line_n15_copy"]
+    run, other = printed_commands("my dir", ["parallelbench_all"])
+    assert run == ("run: parallelbench lm-eval --model parallelbench --model_args model=tiny "
+                   "--include_path 'my dir' --tasks parallelbench_all")
+    assert other.startswith("or any lm-eval model: lm_eval --model hf")
+
+
+@pytest.mark.parametrize("include, expected", [
+    ("nowhere", "error: --include_path nowhere: no such folder; give the folder written by "
+                "`parallelbench tasks export --format lm-eval --out DIR`"),
+    (None, "error: lm-eval has no task parallelbench_all; tasks written by `parallelbench tasks export --format "
+           "lm-eval --out DIR` need --include_path DIR (lm-eval's own tasks: lm_eval ls tasks)"),
+    ("pb_tasks", "error: lm-eval has no task parallelbench_al, neither its own nor in --include_path pb_tasks: it holds "
+                 "parallelbench_all, parallelbench_waiting_line, parallelbench_waiting_line_copy"),
+])
+def test_a_missing_or_wrong_include_path_is_one_line(tmp_path: Path, monkeypatch, include, expected) -> None:
+    monkeypatch.chdir(tmp_path)
+    export_lm_eval([get_task("waiting_line/copy")], tmp_path / "pb_tasks", limit=2)
+    task = "parallelbench_al" if include == "pb_tasks" else "parallelbench_all"
+    args = ["lm-eval", "--model", "parallelbench", "--model_args", "model=tiny", "--tasks", task]
+    res = runner.invoke(app, args + (["--include_path", include] if include else []))
+    assert res.exit_code == 2
+    assert res.output.strip() == expected, res.output
+
+
+# ---- model=ideal on any task that gives valid answers, user tasks included (issue 35 item 8) ----
+
+def test_the_ideal_model_decodes_an_exported_user_task_in_a_fresh_process(tmp_path: Path) -> None:
+    import os
+    import uuid
+
+    from doc_blocks import block
+
+    module = f"pbu_{uuid.uuid4().hex[:10]}"
+    (tmp_path / f"{module}.py").write_text(block("runner.md", "# my_tasks.py"), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "HF_DATASETS_OFFLINE": "1",
+           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    launcher = [sys.executable, "-c", "import sys; from parallelbench.cli import main; sys.argv[0] = 'parallelbench'; main()"]
+    export = subprocess.run([*launcher, "tasks", "export", "--format", "lm-eval", "--out", "lm", "--tasks",
+                             f"{module}:make_tasks", "--limit", "4"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert export.returncode == 0, export.stderr
+    elsewhere = tmp_path / "elsewhere"  # lm-eval runs from another folder: the module is found where it was
+    elsewhere.mkdir()
+    proc = subprocess.run([*launcher, "lm-eval", "--model", "parallelbench", "--model_args",
+                           "model=ideal,strategy=confidence-topk,k=1", "--include_path", str(tmp_path / "lm"),
+                           "--tasks", f"{module}_all", "--output_path", "out"], cwd=elsewhere, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(next((elsewhere / "out").rglob("results_*.json")).read_text())["results"]
+    assert results["parallelbench_mine_any_order"]["score,none"] == 100.0  # one token per step is always right
+
+
+def test_the_ideal_model_names_the_task_and_the_reason_where_it_cannot_decode() -> None:
+    from parallelbench.integrations.lm_eval import ParallelBenchLM, ParallelBenchLMError
+
+    lm = ParallelBenchLM(model="ideal", strategy="confidence-topk", k=1)
+    sample = get_task("text_writing/paraphrasing").samples(1)[0]
+    doc = doc_of(sample)
+    req = _instance(doc["text"], {"until": [], "max_gen_toks": 8}, doc)
+    req.task_name = "parallelbench_text_writing_paraphrasing"
+    with pytest.raises(ParallelBenchLMError) as err:
+        lm.generate_until([req])
+    text = str(err.value)
+    assert "lm-eval task 'parallelbench_text_writing_paraphrasing'" in text and "no finite set of valid answers" in text
+    foreign = _instance("What is the capital of France? Answer:", {"until": ["\n"], "max_gen_toks": 8}, {"q": 1})
+    foreign.task_name = "pb_test_echo"
+    with pytest.raises(ParallelBenchLMError, match="cannot decode lm-eval task 'pb_test_echo': the ideal model needs "
+                                                   "every valid answer"):
+        lm.generate_until([foreign])
+    copy = get_task("waiting_line/copy").samples(1)[0]
+    ok = _instance(doc_of(copy)["text"], {"until": [], "max_gen_toks": 32}, doc_of(copy))
+    assert lm.generate_until([ok]) == [copy.answer]  # a task it can list decodes as before

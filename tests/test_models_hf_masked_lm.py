@@ -1,6 +1,7 @@
 """`hf:` masked-LM dLLMs (issue 28 item 4): transformers' own `*ForMaskedLM` checkpoints.
 
-Tiny random checkpoints are built here, offline: a WordPiece tokenizer from a vocab file and
+Tiny random checkpoints are built offline by the package's example builder
+(`parallelbench.models.hf.examples.write_masked_lm`): a WordPiece tokenizer from a vocab file and
 a `BertForMaskedLM` (also RoBERTa, DistilBERT and ModernBERT, which place positions
 differently), saved with `save_pretrained` and loaded back through `hf:<dir>`.
 """
@@ -17,50 +18,17 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from parallelbench.models import load_model  # noqa: E402
+from parallelbench.models.hf.examples import MASKED_LM_WORDS, write_masked_lm  # noqa: E402
 from parallelbench.models.hf.detect import detect_family  # noqa: E402
 from parallelbench.models.registry import ModelSpecError  # noqa: E402
 from parallelbench.tasks.base import Sample  # noqa: E402
 
-WORDS = (
-    "[PAD] [UNK] [CLS] [SEP] [MASK] user assistant : the a line of people is , [ ] \" who are in waiting list copy "
-    "susan fox philip gray maria lee new order answer give me names please and then first last"
-).split()
-SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
-
-
-def _tokenizer(folder: Path, **special):
-    from transformers import BertTokenizer
-
-    (folder / "vocab.txt").write_text("\n".join(WORDS) + "\n")
-    return BertTokenizer(vocab=str(folder / "vocab.txt"), **special)
+WORDS = MASKED_LM_WORDS
 
 
 def build(folder: Path, arch: str = "bert", *, seed: int = 0, tokenizer_special: dict | None = None) -> Path:
-    """A tiny random `*ForMaskedLM` checkpoint with a WordPiece tokenizer (pad 0, mask 4, SEP 3)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    tok = _tokenizer(folder, **(tokenizer_special or {}))
-    common = dict(vocab_size=len(WORDS), pad_token_id=0, initializer_range=0.4)
-    if arch == "bert":
-        config = transformers.BertConfig(**SIZES, **common, max_position_embeddings=512)
-        cls = transformers.BertForMaskedLM
-    elif arch == "roberta":  # positions start at pad + 1, derived from the pad token by default
-        config = transformers.RobertaConfig(**SIZES, **common, max_position_embeddings=514)
-        cls = transformers.RobertaForMaskedLM
-    elif arch == "distilbert":
-        config = transformers.DistilBertConfig(dim=32, n_layers=2, n_heads=2, hidden_dim=64,
-                                               max_position_embeddings=512, **common)
-        cls = transformers.DistilBertForMaskedLM
-    elif arch == "modernbert":  # rotary positions, alternating global and 8-token sliding-window layers
-        config = transformers.ModernBertConfig(**SIZES, **common, max_position_embeddings=512, local_attention=8,
-                                               global_attn_every_n_layers=2, cls_token_id=2, sep_token_id=3,
-                                               bos_token_id=2, eos_token_id=3)
-        cls = transformers.ModernBertForMaskedLM
-    else:  # pragma: no cover
-        raise ValueError(arch)
-    torch.manual_seed(seed)
-    cls(config).eval().save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    """A tiny random `*ForMaskedLM` checkpoint with a WordPiece tokenizer (pad 0, mask 4, SEP 3): the package's example."""
+    return write_masked_lm(folder, arch=arch, seed=seed, tokenizer_special=tokenizer_special)
 
 
 @pytest.fixture(scope="module")

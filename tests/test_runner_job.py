@@ -111,7 +111,7 @@ def test_a_model_that_cannot_load_creates_no_database(workdir: Path) -> None:
     (workdir / "broken.py").write_text("def make():\n    raise RuntimeError('weights missing')\n")
     result = CliRunner().invoke(app, ["run", "--model", "py:broken:nothere", "--tasks", "waiting_line/copy",
                                       "--db", str(workdir / "x.db"), "--no-progress"])
-    assert result.exit_code == 2 and "cannot import nothere from broken" in " ".join(result.output.split())
+    assert result.exit_code == 2 and "has no 'nothere'; its functions: make" in " ".join(result.output.split())
     assert not (workdir / "x.db").exists()
 
 

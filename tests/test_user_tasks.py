@@ -483,3 +483,18 @@ POSITIONAL = Task("mine/positional", "mine", PROMPT, 0, 32, "any_order",
     sample = task.samples(1)[0]
     assert len(valid_answers(sample)) == 6 and IdealBenchModel().supports(sample)
     assert task.in_paper is False and task.description == ""
+
+
+def test_lm_eval_export_prints_what_docs_lm_eval_shows(workdir):
+    """docs/lm-eval.md shows the export of `my_tasks` and the two commands it prints (issue 35 item 2)."""
+    shown = block("lm-eval.md", "$ parallelbench tasks export --format lm-eval --out my_lmeval --tasks my_tasks:make_tasks",
+                  lang="text").splitlines()
+    (workdir / "my_tasks.py").write_text(DOC_TASKS, encoding="utf-8")
+    sys.modules.pop("my_tasks", None)
+    try:
+        result = cli(*shown[0].split()[2:])
+    finally:
+        sys.modules.pop("my_tasks", None)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == shown[1:]
+    assert (workdir / "my_lmeval" / "_my_tasks_all.yaml").is_file()

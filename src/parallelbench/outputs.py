@@ -33,6 +33,14 @@ def _reason(exc: OSError) -> str:
     return f"{exc.strerror or exc}; pass another path"
 
 
+def report_folder(db: str | Path) -> Path:
+    """Where a database's report goes unless `--out` says otherwise: beside it, named after it
+    (`parallelbench.db` -> `parallelbench-out/`, `results/tour.db` -> `results/tour-out/`), so a second
+    database never overwrites the first one's report."""
+    db = Path(db)
+    return db.with_name(f"{db.stem or db.name}-out")
+
+
 def output_error(path: str | Path, exc: OSError, what: str) -> OutputError:
     return OutputError(f"cannot write {what} to {path}: {_reason(exc)}")
 

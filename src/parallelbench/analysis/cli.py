@@ -147,7 +147,7 @@ def _empty_bounds():
 
 def report(
     db: Path = typer.Option(DEFAULT_DB, "--db", help="Results database written by `parallelbench run`."),
-    out: Path = typer.Option(Path("parallelbench-out"), "--out", help="Folder for report.html, figures/ (PNG + SVG) and curves/."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for report.html, figures/ (PNG + SVG) and curves/ (default: beside the database, named after it: parallelbench.db -> parallelbench-out, tour.db -> tour-out)."),
     x_scale: str = typer.Option("log2", "--x-scale", help="Tokens-per-step axis of every plot: log2 (ticks 1, 2, 4, 8 ...) or linear."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help=FILTER_HELP["model"]),
     tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help=FILTER_HELP["tasks"]),
@@ -165,8 +165,9 @@ def report(
     rule = _check_rule(pb_rule)
     from parallelbench.analysis.report import ResultsDatabaseError, write_report
     from parallelbench.analysis.selection import SelectionError
-    from parallelbench.outputs import OutputError, check_folder, output_error
+    from parallelbench.outputs import OutputError, check_folder, output_error, report_folder
 
+    out = out if out is not None else report_folder(db)
     try:
         check_folder(out, "the report")
         path = write_report(db, out, x_scale=x_scale, pb_rule=rule, models=model, tasks=tasks, strategies=strategy)

@@ -1,4 +1,4 @@
-"""Static figures for papers (matplotlib, PNG and SVG): trade-off, per-task panels, task map.
+"""Static figures for papers (matplotlib, PNG and SVG): trade-off, per-task panels, task map, repair.
 
 Every axis names its quantity and unit and every plot with more than one series has a
 legend, so figures can be dropped into a paper as they are. Tokens per step is drawn on a
@@ -230,6 +230,50 @@ def taskmap_figure(tmap: pd.DataFrame):
     return fig
 
 
+REPAIR_X = "accuracy when the last original mask was filled (%)"
+REPAIR_Y = "final accuracy (%)"
+
+
+def repair_figure(table: pd.DataFrame, model: str):
+    """Unmask vs final accuracy of one model's editing strategy configs, one point per task, 95%
+    intervals both ways; points above the diagonal were repaired more than broken. The legend
+    sits under the axes with every config whole; tasks on one spot share one label."""
+    plt = _pyplot()
+    rows = table[table["model"] == model]
+    configs = sorted(rows["config"].unique())
+    fig, ax = plt.subplots(figsize=(6.4, 6.0 + 0.22 * len(configs)))
+    palette = colours(rows["config"])
+    ax.plot([0, 100], [0, 100], linestyle="--", color="#999", linewidth=0.9, label="no net repair (final = unmask)")
+    for config in configs:
+        group = rows[rows["config"] == config]
+        x, y = 100 * group["unmask"].to_numpy(float), 100 * group["final"].to_numpy(float)
+        xerr = np.vstack([np.nan_to_num(np.clip(x - 100 * group["unmask_low"].to_numpy(float), 0, None)),
+                          np.nan_to_num(np.clip(100 * group["unmask_high"].to_numpy(float) - x, 0, None))])
+        yerr = np.vstack([np.nan_to_num(np.clip(y - 100 * group["final_low"].to_numpy(float), 0, None)),
+                          np.nan_to_num(np.clip(100 * group["final_high"].to_numpy(float) - y, 0, None))])
+        ax.errorbar(x, y, xerr=xerr, yerr=yerr, marker="o", linestyle="none", color=palette[config],
+                    label=_label(config, 120), capsize=2, elinewidth=0.7)
+    ax.set_xlim(-4, 104)
+    ax.set_ylim(-4, 104)
+    ax.set_aspect("equal")
+    ax.set_xlabel(REPAIR_X)
+    ax.set_ylabel(REPAIR_Y)
+    ax.set_title(f"Does editing repair? {_label(model)} (one point per task)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
+    fig.tight_layout()
+    points = rows[np.isfinite(rows["unmask"].to_numpy(float)) & np.isfinite(rows["final"].to_numpy(float))]
+    if len(points):
+        x, y = 100 * points["unmask"].to_numpy(float), 100 * points["final"].to_numpy(float)
+        pts, _ = _display_points(fig, ax, x, y)
+        groups = coincident_groups(pts, COINCIDENT_PT)
+        names = [display_name(t, 24) for t in points["task"]]
+        texts = [joined_label(list(dict.fromkeys(names[i] for i in g))) for g in groups]
+        anchors = [g[0] for g in groups]
+        annotate_points(fig, ax, x[anchors], y[anchors], texts, fontsize=6.0, marker=3.5, gap=0.8)
+    return fig
+
+
 def _wrap(text: str, width: int) -> list[str]:
     import textwrap
 
@@ -362,9 +406,10 @@ def file_stem(text: str) -> str:
 
 
 def write_figures(
-    out_dir: Path, per_task: pd.DataFrame, averaged: pd.DataFrame, oracle: pd.DataFrame, tmap: pd.DataFrame, x_scale: str = "log2"
+    out_dir: Path, per_task: pd.DataFrame, averaged: pd.DataFrame, oracle: pd.DataFrame, tmap: pd.DataFrame, x_scale: str = "log2",
+    repair: pd.DataFrame | None = None,
 ) -> list[Path]:
-    """All static figures the data supports; returns the files written."""
+    """All static figures the data supports (`repair`: `analysis.repair.repair_table`); returns the files written."""
     out_dir = Path(out_dir)
     written: list[Path] = []
     names = file_names(averaged["model"].unique()) if len(averaged) else {}
@@ -373,4 +418,8 @@ def write_figures(
         written += save(task_panels_figure(per_task, model, x_scale), out_dir, f"tasks_{names[model]}")
     if len(tmap) and np.isfinite(tmap[["parallelizability", "order_slope"]].to_numpy(dtype=float)).all(axis=1).any():
         written += save(taskmap_figure(tmap), out_dir, "taskmap")
+    if repair is not None and len(repair):
+        repair_names = file_names(repair["model"].unique())
+        for model in sorted(repair["model"].unique()):
+            written += save(repair_figure(repair, model), out_dir, f"repair_{repair_names[model]}")
     return written

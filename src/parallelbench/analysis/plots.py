@@ -1,4 +1,4 @@
-"""Interactive (Plotly) figures of the report: trade-off, per-task panels and task map.
+"""Interactive (Plotly) figures of the report: trade-off, per-task panels, task map and repair.
 
 Shared rules, so that a reader can read every plot: tokens per step on a log2 axis by
 default (ticks at the paper's k = 1, 2, 4, 8 ...), a 95% interval as an error bar on every
@@ -245,5 +245,43 @@ def taskmap_plot(tmap: pd.DataFrame):
         legend=dict(title_text="category (shape):", orientation="h", y=-0.17, yanchor="top", x=0, font_size=10),
         xaxis=dict(title_text=X_SHORT, range=[x_range[1], x_range[0]], title_font_size=11),
         yaxis=dict(title_text=Y_SHORT, range=y_range, title_font_size=11),
+    )
+    return fig
+
+
+def repair_plot(table: pd.DataFrame, model: str):
+    """Unmask vs final accuracy (%) of one model's editing strategy configs, one point per task,
+    95% intervals both ways, the diagonal final = unmask (`figures.repair_figure` as a Plotly figure)."""
+    import plotly.graph_objects as go
+
+    rows = table[table["model"] == model]
+    palette = figures.colours(rows["config"])
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 100], y=[0, 100], mode="lines", name="no net repair (final = unmask)",
+                             line=dict(color="#999", dash="dash", width=1), hoverinfo="skip"))
+    for config, group in rows.groupby("config", sort=True):
+        x, y = 100 * group["unmask"].astype(float), 100 * group["final"].astype(float)
+        hover = [
+            f"{shown(config)}<br>{shown(r['task'])}<br>unmask {100 * r['unmask']:.1f}% "
+            f"({100 * r['unmask_low']:.1f}–{100 * r['unmask_high']:.1f})<br>final {100 * r['final']:.1f}% "
+            f"({100 * r['final_low']:.1f}–{100 * r['final_high']:.1f})<br>repaired {100 * r['repaired']:.1f}%, "
+            f"broken {100 * r['broken']:.1f}%<br>edits {r['edits']:.2f} per row<br>n = {int(r['rows'])} rows"
+            for _, r in group.iterrows()
+        ]
+        fig.add_trace(go.Scatter(
+            x=x, y=y, mode="markers+text", name=shown(config), text=[shown(t) for t in group["task"]],
+            textposition="top center", textfont=dict(size=9), marker=dict(size=9, color=palette[config]),
+            hovertext=hover, hoverinfo="text",
+            error_x=dict(type="data", symmetric=False, array=(100 * group["unmask_high"].astype(float) - x).clip(lower=0)
+                         .fillna(0).tolist(), arrayminus=(x - 100 * group["unmask_low"].astype(float)).clip(lower=0)
+                         .fillna(0).tolist(), thickness=1, width=2),
+            error_y=dict(type="data", symmetric=False, array=(100 * group["final_high"].astype(float) - y).clip(lower=0)
+                         .fillna(0).tolist(), arrayminus=(y - 100 * group["final_low"].astype(float)).clip(lower=0)
+                         .fillna(0).tolist(), thickness=1, width=2),
+        ))
+    fig.update_layout(
+        height=520, margin=dict(l=60, r=20, t=20, b=60), legend=dict(font_size=10),
+        xaxis=dict(title_text=figures.REPAIR_X, range=[-4, 104]),
+        yaxis=dict(title_text=figures.REPAIR_Y, range=[-4, 104], scaleanchor="x", scaleratio=1),
     )
     return fig

@@ -1,7 +1,8 @@
 """`write_report`: one self-contained HTML page (plotly.js and CSS inlined, works offline).
 
 Sections: leaderboard, speed-quality trade-off with the oracle, per-task panels, task map,
-chain-of-thought vs direct runs (when a `<task>-cot` task was run),
+decoding order, whether editing repairs parallel decoding, chain-of-thought vs direct runs
+(when a `<task>-cot` task was run),
 failure browser, and the static figures (PNG + SVG) written beside the page. A section
 without the data it needs says which runs would fill it instead of failing.
 """
@@ -28,6 +29,7 @@ from parallelbench.analysis.uncertainty import precision_line
 REPORT_THRESHOLDS = (90.0, 80.0, 70.0, 60.0)
 from parallelbench.analysis.oracle import oracle_points
 from parallelbench.analysis.order_metrics import LEGEND, ORDER_COLUMNS, SHORT_NAMES, order_summary
+from parallelbench.analysis import repair as repair_mod
 from parallelbench.analysis import plots
 from parallelbench.analysis.taskmap import DEFINITION, task_map
 from parallelbench.display import display_name
@@ -177,6 +179,50 @@ def _order_section(summary: pd.DataFrame) -> str:
     if absent:
         parts.append(f'<p class="help">Not shown: {html.escape(", ".join(absent))}: these rows lack the stored columns '
                      "and their stored order stops at the first stop token, so the pad positions those need are missing.</p>")
+    return "".join(parts)
+
+
+REPAIR_TITLE = "Does editing repair parallel decoding?"
+
+
+def _repair_section(table: pd.DataFrame, hidden: int) -> str:
+    """Unmask vs final score of every editing strategy config and task (`analysis.repair`), a table and a
+    figure per model."""
+    intro = (
+        '<p class="help">Strategies that can change a token they already wrote (edit-threshold, remasking, '
+        "insert/delete editing) are scored twice: on the answer when the last original mask was filled, before any "
+        "later edit (<b>unmask</b>), and on the answer they return (<b>final</b>). Points above the diagonal were "
+        "repaired more often than broken. " + html.escape(repair_mod.LEGEND) + ".</p>"
+    )
+    if len(table) == 0:
+        return intro + _missing(
+            "Needs runs of a strategy that can change a written token, e.g. parallelbench run --strategy edit-threshold "
+            "--threshold 0.5 (strategies that never edit have unmask score = score).")
+    parts = [intro]
+    ids = figures.file_names(table["model"].unique())
+    for model in sorted(table["model"].unique()):
+        rows = table[table["model"] == model]
+        body = "".join(
+            f'<tr><td class="name">{_shown(r["config"])}</td><td class="name">{_shown(r["task"])}</td>'
+            f'<td>{int(r["rows"])}</td>{_ci_cell(100 * r["unmask"], 100 * r["unmask_low"], 100 * r["unmask_high"], False, 1)}'
+            f'{_ci_cell(100 * r["final"], 100 * r["final_low"], 100 * r["final_high"], False, 1)}'
+            f'{_fmt(100 * r["repaired"], 1)}{_fmt(100 * r["broken"], 1)}{_fmt(r["edits"], 2)}'
+            f'{_fmt(r["inserts"], 2)}{_fmt(r["deletes"], 2)}{_fmt(r["changed_tokens"], 2)}</tr>'
+            for _, r in rows.iterrows())
+        head = ('<tr><th class="name">strategy config</th><th class="name">task</th><th>rows</th><th>unmask (%)</th>'
+                "<th>final (%)</th><th>repaired (%)</th><th>broken (%)</th><th>edits</th><th>inserts</th><th>deletes</th>"
+                "<th>changed tokens</th></tr>")
+        fig = plots.repair_plot(table, model)
+        parts.append(f"<h3>{_shown(model)}</h3><table class=\"repair\"><thead>{head}</thead><tbody>{body}</tbody></table>"
+                     f'<div class="plot">{_plot_html(fig, f"repair-{ids[model]}")}</div>')
+    unmeasured = int(table["unmeasured"].sum())
+    if unmeasured:
+        parts.append(f'<p class="help">{unmeasured:,} rows of editing strategies carry no repair record (written before '
+                     "it was kept, or by a decoding loop that does not keep it) and are left out; "
+                     "<code>parallelbench run --force</code> decodes them again with it.</p>")
+    if hidden:
+        parts.append(f'<p class="help">Not shown: {hidden} strategy config{"" if hidden == 1 else "s"} that never '
+                     "change a written token (unmask = final).</p>")
     return "".join(parts)
 
 
@@ -433,7 +479,10 @@ def build_report(
     per_task, averaged = curves(frame)
     _, oracle_avg = oracle_points(frame)
     tmap = task_map(frame)
-    written = figures.write_figures(out_dir / "figures", per_task, averaged, oracle_avg, tmap, x_scale) if static_figures else []
+    repair_configs = repair_mod.editing_configs(frame)
+    repair = repair_mod.repair_table(frame, repair_configs)
+    written = (figures.write_figures(out_dir / "figures", per_task, averaged, oracle_avg, tmap, x_scale, repair)
+               if static_figures else [])
     written += export_curves(averaged, per_task, out_dir)
     boards = build_boards(frame, thresholds, pb_rule, points=(per_task, averaged)) if len(frame) else []
     leaderboard_html = _leaderboard_section(boards, thresholds)
@@ -449,6 +498,9 @@ def build_report(
     if len(order):
         order.to_csv(out_dir / "order.csv", index=False)
         written.append(out_dir / "order.csv")
+    if len(repair):
+        repair.to_csv(out_dir / "repair.csv", index=False)
+        written.append(out_dir / "repair.csv")
     cot = cot_comparison(frame)  # only runs of `<task>-cot` tasks add this section
     if len(cot):
         cot.to_csv(out_dir / "cot.csv", index=False)
@@ -474,6 +526,7 @@ def build_report(
         ("per-task", "Per-task curves", _tasks_section(per_task, x_scale)),
         ("task-map", "Task map", _taskmap_section(tmap)),
         ("decoding-order", "Decoding order", _order_section(order)),
+        ("repair", REPAIR_TITLE, _repair_section(repair, repair_mod.hidden_configs(frame, repair_configs))),
         ("failures", "Failure browser", _failures_section(frame)),
         ("files", "Figures and data files", _files_section(written, out_dir)),
     ]

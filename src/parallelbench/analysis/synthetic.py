@@ -68,20 +68,28 @@ def result_row(strategy: str = "random", params: dict | None = None, **fields) -
     return row
 
 
-def synthetic_frame(seed: int = 0, samples: int = 8, model: str = "synthetic-dllm") -> pd.DataFrame:
-    """A hand-made results frame: top-k, threshold and semi-AR sweeps over four tasks."""
+#: edit-threshold rows (`editing=True`): chance that an answer wrong at unmasking is repaired by the
+#: end, and that a right one is broken
+REPAIR_CHANCE, BREAK_CHANCE = 0.35, 0.05
+
+
+def synthetic_frame(seed: int = 0, samples: int = 8, model: str = "synthetic-dllm", editing: bool = False) -> pd.DataFrame:
+    """A hand-made results frame: top-k, threshold and semi-AR sweeps over four tasks; with `editing`,
+    also an edit-threshold sweep carrying the repair columns (score at unmasking, edits)."""
     rng = np.random.default_rng(seed)
     settings: list[tuple[str, dict]] = []
     for strategy in STRATEGY_DECAY:
         settings += [(strategy, {"k": k}) for k in (1, 2, 4, 8)]
     settings += [("confidence-threshold", {"threshold": t}) for t in (1.0, 0.9, 0.8, 0.7, 0.6, 0.5)]
     settings += [("random", {"k": 2, "block_length": b}) for b in (2, 4, 8, 16)]
+    if editing:
+        settings += [("edit-threshold", {"threshold": t}) for t in (0.9, 0.7, 0.5)]
     rows = []
     for task, (category, base, decay, per_halving) in TASKS.items():
         ease = rng.uniform(size=samples)
         for strategy, params in settings:
             for i in range(samples):
-                if strategy == "confidence-threshold":
+                if strategy in ("confidence-threshold", "edit-threshold"):
                     target = 1.0 + (1.0 - params["threshold"]) * 10.0 * (0.5 + ease[i])
                 else:
                     target = float(params["k"])
@@ -96,6 +104,18 @@ def synthetic_frame(seed: int = 0, samples: int = 8, model: str = "synthetic-dll
                 texts = list(answer)
                 if not solved:
                     texts[3], texts[10] = texts[10], texts[3]
+                repair = {}
+                if strategy == "edit-threshold":  # the answer at unmasking is the one drawn above; edits may change it
+                    flip = rng.uniform() < (REPAIR_CHANCE if not solved else BREAK_CHANCE)
+                    final = solved != flip
+                    final_texts = list(answer) if final else [*answer[:3], answer[10], *answer[4:10], answer[3], *answer[11:]]
+                    edits = int(rng.integers(2, 5)) if flip else int(rng.integers(0, 2))
+                    repair = dict(unmask_score=1.0 if solved else 0.0, unmask_output=" ".join(texts) if flip else None,
+                                  edits=edits, inserts=0, deletes=0, changed_tokens=2 if flip else 0)
+                    solved, texts = final, final_texts
+                elif editing:  # strategies that never edit: the answer at unmasking is the final one
+                    repair = dict(unmask_score=1.0 if solved else 0.0, unmask_output=None, edits=0, inserts=0, deletes=0,
+                                  changed_tokens=0)
                 rows.append(
                     dict(
                         model=model, model_kind="synthetic", strategy=strategy, strategy_kind=strategy_kind(strategy),
@@ -105,7 +125,7 @@ def synthetic_frame(seed: int = 0, samples: int = 8, model: str = "synthetic-dll
                         nfe=nfe, num_tokens=GEN_LENGTH, tps=tps,
                         tokens_per_step=json.dumps([order.count(s) for s in range(nfe)]), order=json.dumps(order),
                         token_texts=json.dumps([(" " if j else "") + t for j, t in enumerate(texts)]), wall_time=0.0,
-                        versions=json.dumps({"synthetic": 1}), created_at="2026-01-01T00:00:00Z",
+                        versions=json.dumps({"synthetic": 1}), created_at="2026-01-01T00:00:00Z", **repair,
                     )
                 )
     return pd.DataFrame(rows)

@@ -20,12 +20,14 @@ from typing import Any
 
 import torch
 
+from parallelbench.models.protocols import ModelInputError
+
 NEG_INF = float("-inf")
 
 
 def block_length_for(model: Any, block_length: int | None) -> int:
     """The block length of a block-causal decode: the strategy's, else the model's default.
-    Raises one ValueError line when it does not suit the model."""
+    Raises one ModelInputError line when it does not suit the model."""
     name = type(model).__name__
     size = getattr(model, "block_size", None)
     if block_length is None:
@@ -33,12 +35,12 @@ def block_length_for(model: Any, block_length: int | None) -> int:
         if block_length is None:
             block_length = size
         if not isinstance(block_length, int) or isinstance(block_length, bool) or block_length < 1:
-            raise ValueError(
+            raise ModelInputError(
                 f"block-causal model {name} states no default_block_length: give the strategy a block_length"
                 + (f" (a multiple of its block size {size})" if size else "")
             )
     if size is not None and (block_length < 1 or block_length % int(size) != 0):
-        raise ValueError(
+        raise ModelInputError(
             f"block_length={block_length} does not suit {name}: it was trained on blocks of {size} tokens, "
             f"so block_length must be a positive multiple of {size} (e.g. {size} or {2 * int(size)})"
         )

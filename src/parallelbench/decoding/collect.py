@@ -23,7 +23,9 @@ def collect(*args):
 
 
 def _collect_rows(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_chunks, history, return_history):
-    """Per-row results from the batch tensors; row i took part in nfe[i] steps."""
+    """Per-row results from the batch tensors; row i took part in nfe[i] steps. `out_extra` holds
+    [n_rows] tensors (a number per row) and [n_rows, gen_length] ones (a list of ids per row, e.g.
+    the repair record's unmask_tokens / first_tokens); each row's `extra` gets its item or list."""
     n_rows = out_tokens.shape[0]
     tps = torch.zeros((n_rows, max(len(tps_chunks), 1)), dtype=torch.long)
     for t, chunk in enumerate(tps_chunks):

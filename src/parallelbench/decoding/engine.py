@@ -17,6 +17,7 @@ from parallelbench.decoding import blocks, sampling
 from parallelbench.decoding.block_causal import decode_block_causal
 from parallelbench.decoding.canvas import left_pad, make_template, model_device
 from parallelbench.decoding.collect import collect
+from parallelbench.decoding.repair import RepairLog, finished_rows
 from parallelbench.decoding.result import DecodeResult
 from parallelbench.decoding.strategy import Strategy, as_strategy, strategy_max_steps
 from parallelbench.decoding.view import StepView
@@ -99,6 +100,9 @@ def decode(
     tps_chunks: list[tuple[torch.Tensor, torch.Tensor]] = []
     history: list[tuple[torch.Tensor, torch.Tensor]] = []
     max_steps = strategy_max_steps(strategy, g_len)
+    # the repair record: from the start for strategies that declare edits, else from the first decision that edits
+    log: RepairLog | None = RepairLog(gen, masked, editable, mask_id) if strategy.rewrites else None
+    editable_all = editable  # every row's, for rows that finish before the log begins
 
     def finish(done: torch.Tensor, t: int) -> None:
         idx = rows[done]
@@ -109,6 +113,8 @@ def decode(
         for key, val in state.items():
             if key.startswith("extra_") and torch.is_tensor(val):
                 out_extra.setdefault(key[6:], torch.zeros(n_rows, dtype=val.dtype))[idx.cpu()] = val[done].cpu()
+        if log is not None:
+            log.finish(done, idx, out_extra, n_rows)
 
     # Rows already complete (a template with no masks) cost nothing.
     done = ~masked.any(dim=1)
@@ -127,6 +133,8 @@ def decode(
             order, commit_conf, remasks, rows = order[keep], commit_conf[keep], remasks[keep], rows[keep]
             prev_block, block_step = prev_block[keep], block_step[keep]
             rng_keys = rng_keys[keep]
+            if log is not None:
+                log.keep(keep)
             if held is not None:
                 held, held_block = held[keep], held_block[keep]
             for key, val in list(state.items()):
@@ -180,13 +188,20 @@ def decode(
             view.focus = view.candidates if focus_kind == "candidates" else masked
             view.focus_masked = True
         decision = strategy.step(view)
+        if log is None and (decision.edit is not None or decision.remask is not None):
+            log = RepairLog(gen, masked, editable, mask_id)
+            gone = finished_rows(rows, n_rows)
+            if gone.numel():
+                RepairLog.backfill(gone, out_tokens[gone.to(device)].cpu(), editable_all[gone.to(device)].cpu(),
+                                   out_extra, n_rows)
 
         commit = decision.commit & masked
         if view.focus is not None and "_where" not in view.__dict__:
             view.focus = commit  # the rule read no per-position quantity: x0 / confidence only where it commits
         tokens = view.x0 if decision.tokens is None else decision.tokens
         conf = view.confidence if decision.confidence is None else decision.confidence
-        new_gen = torch.where(commit, tokens, gen)
+        new_gen = drafted = torch.where(commit, tokens, gen)
+        fill = None
         if decision.edit is not None:  # token-to-token edits of committed positions (edit-threshold)
             edit = decision.edit & ~masked & editable
             new_gen = torch.where(edit, tokens, new_gen)
@@ -216,6 +231,8 @@ def decode(
             new_gen = torch.where(fill, eos_id, new_gen)
             masked = masked & ~fill
             going = going & ~stop
+        if log is not None:
+            log.update(drafted, new_gen, masked, editable, fill)
         canvas = torch.cat([canvas[:, :p_len], new_gen], dim=1)  # a fresh tensor: models may keep the last one
         tps_chunks.append((rows, net))
         if return_history:

@@ -31,6 +31,7 @@ class RemdmOptions(TopKOptions):
 
 @register_strategy("remdm")
 class ReMDM(TopKStrategy):
+    rewrites = True  # edits / remasks written tokens: the engine keeps the repair record
     kind = "adaptive"
     Options = RemdmOptions
 
@@ -75,6 +76,7 @@ class RcrOptions(TopKOptions):
 
 @register_strategy("rcr")
 class RunningConfidenceRemasking(TopKStrategy):
+    rewrites = True  # edits / remasks written tokens: the engine keeps the repair record
     kind = "adaptive"
     Options = RcrOptions
 

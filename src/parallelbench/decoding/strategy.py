@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import math
-import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -22,7 +20,8 @@ import torch
 from parallelbench.decoding import scores as scores_mod
 from parallelbench.decoding.block_grid import block_length_for
 from parallelbench.decoding.view import Decision, StepView
-from parallelbench.models.protocols import is_block_causal
+from parallelbench.models.protocols import is_block_causal, uses_delayed_cache
+from parallelbench.typed_options import coerce, option_error  # noqa: F401  (option_error: the strategies' helper)
 
 if TYPE_CHECKING:
     from parallelbench.models.protocols import MaskedDiffusionModel
@@ -38,65 +37,6 @@ class DecodeOptions:
     temperature: float = 0.0  # 0 = greedy argmax; > 0 samples from softmax(logits / T)
     block_length: int | None = None  # semi-AR block size (must divide gen_length); None = one block
     stop_at_eos: bool = False  # stop a row once everything before its first committed EOS is committed
-
-
-def option_error(name: str, value: Any, valid: str) -> ValueError:
-    return ValueError(f"option {name}={value!r} is invalid: valid range is {valid}")
-
-
-def _kinds(annotation: Any) -> list[str]:
-    """Type names of a field annotation, as strings ("int | None" or int | None alike)."""
-    if isinstance(annotation, str):
-        text = annotation.strip()
-        if text.startswith("Optional[") and text.endswith("]"):
-            return _kinds(text[len("Optional[") : -1]) + ["None"]
-        return [part.strip() for part in text.split("|")]
-    if annotation is type(None):
-        return ["None"]
-    args = typing.get_args(annotation)
-    if args:
-        return [k for a in args for k in _kinds(a)]
-    return [getattr(annotation, "__name__", str(annotation))]
-
-
-def _coerce(name: str, annotation: Any, value: Any) -> Any:
-    """Turn a JSON/CLI value into the field's type; raise a ValueError that names the option."""
-    kinds = _kinds(annotation)
-    annotation = " | ".join(kinds)
-    if value is None:
-        if "None" in kinds:
-            return None
-        raise option_error(name, value, f"a value of type {annotation}")
-    if isinstance(value, str) and "str" not in kinds:
-        text = value.strip().lower()
-        if text in ("none", "null") and "None" in kinds:
-            return None
-        if "bool" in kinds and text in ("true", "false", "1", "0", "yes", "no"):
-            return text in ("true", "1", "yes")
-        try:
-            value = float(value) if any(k in kinds for k in ("float", "int")) else value
-        except ValueError:
-            raise option_error(name, value, f"a value of type {annotation}") from None
-    if "bool" in kinds:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, (int, float)) and value in (0, 1):
-            return bool(value)
-        raise option_error(name, value, "true or false")
-    if isinstance(value, bool):
-        raise option_error(name, value, f"a value of type {annotation}")
-    if "int" in kinds and isinstance(value, (int, float)):
-        if float(value).is_integer():
-            return int(value)
-        if "float" not in kinds:
-            raise option_error(name, value, "an integer")
-    if "float" in kinds and isinstance(value, (int, float)):
-        if not math.isfinite(float(value)):
-            raise option_error(name, value, "a finite number")
-        return float(value)
-    if "str" in kinds and isinstance(value, str):
-        return value
-    raise option_error(name, value, f"a value of type {annotation}")
 
 
 class Strategy:
@@ -115,6 +55,14 @@ class Strategy:
     #: False for strategies that cannot run on a block-causal model (they draft or verify across
     #: the whole canvas); `check_model` then refuses such a model in one line.
     supports_block_causal: ClassVar[bool] = True
+    #: True for strategies whose decisions can change a written token (`Decision.edit` or
+    #: `Decision.remask`): the engine then keeps the repair record (decoding/repair.py) from the
+    #: first step. Others pay nothing; an undeclared strategy that edits anyway gets the record
+    #: from its first such decision (exact, but then only decodes in which it edited carry the keys).
+    rewrites: ClassVar[bool] = False
+    #: True for the one strategy that tells a net with `cache=delayed` which blocks are finished
+    #: (`multi-block`); `check_model` refuses such a net for every other strategy.
+    drives_delayed_cache: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
         fields = {f.name: f for f in dataclasses.fields(self.Options)}
@@ -123,7 +71,7 @@ class Strategy:
             raise ValueError(
                 f"unknown option(s) {unknown} for strategy {self.name!r}; valid options: {sorted(fields)}"
             )
-        values = {k: _coerce(k, fields[k].type, v) for k, v in params.items()}
+        values = {k: coerce(k, fields[k].type, v) for k, v in params.items()}
         self.options = self.Options(**values)
         self.check_options()
 
@@ -167,6 +115,11 @@ class Strategy:
         every configuration before any decoding; strategies with needs call it from `begin`.
         Subclasses that override it call `super().check_model(model)` (block-causal checks)."""
         check_block_causal(self, model)
+        if uses_delayed_cache(model) and not self.drives_delayed_cache:
+            raise ValueError(
+                f"the model's cache=delayed (d3LLM's delayed prefix cache) is driven by strategy 'multi-block' only; "
+                f"decode {getattr(self, 'name', type(self).__name__)!r} without it (cache=none, prefix or dual) "
+                "or use --strategy multi-block")
 
     def init_state(self, batch_size: int, gen_length: int, device: torch.device) -> dict[str, torch.Tensor]:
         """Per-row tensors (dim 0 = row) the engine keeps aligned when rows finish."""
@@ -242,6 +195,7 @@ _BUILTIN_MODULES = (
     "parallelbench.decoding.schedules.edit_threshold",
     "parallelbench.decoding.schedules.prophet",
     "parallelbench.decoding.schedules.credit",
+    "parallelbench.decoding.schedules.multi_block",
     "parallelbench.decoding.remasking",
     "parallelbench.decoding.schedules.medusa",
 )
@@ -281,20 +235,31 @@ def strategy_names() -> list[str]:
     return [n for n in _REGISTRY if n not in _UNLISTED]
 
 
+class StrategyLoadError(ValueError):
+    """A `module:Class` strategy that cannot be loaded (no module, no class, not a Strategy): one line."""
+
+
+def _is_strategy_class(obj: Any) -> bool:
+    return isinstance(obj, type) and issubclass(obj, Strategy) and obj is not Strategy
+
+
 def strategy_class(name: str) -> type[Strategy]:
     """The class behind a registered name or a "module:Class" path."""
     _load_builtins()
     if name in _REGISTRY:
         return _REGISTRY[name]
     if ":" in name:
-        from parallelbench.userimport import load_user_attr
+        from parallelbench.userimport import UserCodeError, load_named
 
+        module_name, _, class_name = name.rpartition(":")
+        if not module_name or not class_name:
+            raise StrategyLoadError(f"strategy {name!r} is not of the form module:ClassName (e.g. my_module:MyStrategy)")
         try:
-            cls = load_user_attr(name)
-        except (ImportError, AttributeError) as exc:
-            raise ValueError(f"cannot load strategy {name!r} ({exc}); use 'package.module:ClassName'") from exc
-        if not (isinstance(cls, type) and issubclass(cls, Strategy)):
-            raise ValueError(f"{name!r} is not a subclass of parallelbench.decoding.Strategy")
+            cls = load_named(name, f"cannot load strategy {name!r}", "Strategy classes", _is_strategy_class)
+        except UserCodeError as exc:
+            raise StrategyLoadError(str(exc)) from None
+        if not _is_strategy_class(cls):
+            raise StrategyLoadError(f"{name!r} is a {type(cls).__name__}, not a subclass of parallelbench.decoding.Strategy")
         return cls
     raise ValueError(f"unknown strategy {name!r}; valid: {', '.join(_REGISTRY)} or 'module:Class'")
 

@@ -37,9 +37,14 @@ def lm_eval_command(ctx: typer.Context) -> None:
         args = ["run", "--help"]
     import tempfile
 
+    from parallelbench.integrations.lm_eval_command import check_include_path, missing_tasks_line
     from parallelbench.integrations.lm_eval_user import with_user_tasks
     from parallelbench.tasks import TaskSourceError
 
+    wrong = check_include_path(args)
+    if wrong:
+        typer.echo(f"error: {wrong}", err=True)
+        raise typer.Exit(2)
     saved = sys.argv
     folder = tempfile.TemporaryDirectory(prefix="parallelbench-lm-eval-")
     try:
@@ -50,6 +55,12 @@ def lm_eval_command(ctx: typer.Context) -> None:
         raise typer.Exit(2)
     except (ParallelBenchLMError, ModelSpecError, NotImplementedError) as exc:
         typer.echo(f"error: {' '.join(str(exc).split())}", err=True)
+        raise typer.Exit(2)
+    except ValueError as exc:  # lm-eval's "Tasks not found: X": where it looked and what is there
+        line = missing_tasks_line(str(exc), args)
+        if line is None:
+            raise
+        typer.echo(f"error: {line}", err=True)
         raise typer.Exit(2)
     except SystemExit as exc:
         raise typer.Exit(exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1))

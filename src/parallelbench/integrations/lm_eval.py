@@ -18,7 +18,9 @@ key ``parallelbench`` (so lm-eval's ``--log_samples`` output shows them in ``arg
 appended to ``stats_path`` when given, and summed up in one summary line on stderr. For a
 task exported by ``parallelbench tasks export --format lm-eval`` the request's decoding
 metadata (NFE, tokens per step, input and output length, decoding-order correlations) is
-also handed to the task's metrics (`lm_eval_metrics.py`), as the rewrite's dllm wrappers do.
+also handed to the task's metrics (`lm_eval_metrics.py`), as the rewrite's dllm wrappers do,
+with the request's edits and, for a strategy that can change a written token, the answer at
+unmasking (cut at the same `until` strings), which the task scores as ``unmask_score``.
 
 ``loglikelihood`` on a diffusion model uses the Monte-Carlo masked estimate of LLaDA
 (Nie et al. 2025, eq. 6 / appendix B.6): draw l uniformly from 1..L, mask l of the L
@@ -188,17 +190,44 @@ class ParallelBenchLM(LM):
             length, temperature, until = self._settings(gen_kwargs)
             prepared.append((self._sample(context, getattr(req, "doc", None), i), until, length))
             groups.setdefault((length, temperature), []).append(i)
+        self._check_supported(requests, [p[0] for p in prepared])
         for (length, temperature), members in groups.items():
             strategy, canvas = self._strategy_for(length, temperature)
             for start in range(0, len(members), self.batch):
                 chunk = members[start : start + self.batch]
                 samples = self._fit_vocabulary([prepared[i][0] for i in chunk])
-                gens = self._generate(samples, strategy, canvas, self.seed + chunk[0])
+                tasks = dict.fromkeys(str(getattr(requests[i], "task_name", None) or s.task) for i, s in zip(chunk, samples))
+                gens = self._generate(samples, strategy, canvas, self.seed + chunk[0], ", ".join(tasks))
                 for i, sample, gen in zip(chunk, samples, gens):
                     out[i] = _cut_at_stops(gen.text, prepared[i][1])
-                    self._record(requests[i], gen, canvas, self._input_length(sample))
+                    unmask = (gen.extra or {}).get("unmask_text")
+                    unmask = None if unmask is None else _cut_at_stops(str(unmask), prepared[i][1])
+                    self._record(requests[i], gen, canvas, self._input_length(sample), unmask)
         self._summary()
         return [o or "" for o in out]
+
+    def _check_supported(self, requests, samples: list[Sample]) -> None:
+        """Before any decoding: the ideal model, which needs every valid answer of a sample, says in
+        one line which lm-eval task it cannot decode and why. (A closed-vocabulary model such as
+        tiny runs anyway: `_fit_vocabulary` leaves out what it cannot encode.)"""
+        reason_of = getattr(self.model, "unsupported_reason", None)
+        if str(getattr(self.model, "kind", "")) != "ideal" or not callable(reason_of):
+            return
+        seen: set[str] = set()
+        for req, sample in zip(requests, samples):
+            task = str(getattr(req, "task_name", None) or sample.task)
+            if task in seen:
+                continue
+            seen.add(task)
+            if sample.task == "lm-eval":  # not one of ours: nothing lists its answers
+                raise ParallelBenchLMError(
+                    f"model={self.model_spec} cannot decode lm-eval task {task!r}: the ideal model needs every valid "
+                    "answer of a sample, which only ParallelBench tasks give (exported with `parallelbench tasks export "
+                    "--format lm-eval`: Waiting Line, Puzzles, synthetic, and tasks of your own with valid_answers)"
+                )
+            reason = reason_of(sample)
+            if reason:
+                raise ParallelBenchLMError(f"model={self.model_spec} cannot decode lm-eval task {task!r}: {reason}")
 
     def _fit_vocabulary(self, samples: list[Sample]) -> list[Sample]:
         """A closed-vocabulary model (tiny) meets any lm-eval task's text: words it cannot encode
@@ -231,17 +260,21 @@ class ParallelBenchLM(LM):
         except Exception:  # noqa: BLE001  (a statistic, never a reason to stop the evaluation)
             return 0
 
-    def _generate(self, samples: list[Sample], strategy, gen_length: int, seed: int) -> list[Generation]:
+    def _generate(self, samples: list[Sample], strategy, gen_length: int, seed: int, task: str) -> list[Generation]:
         try:
             return list(self.model.generate(samples, strategy, max_new_tokens=gen_length, seed=seed))
-        except ValueError as exc:  # e.g. the tiny model meeting words outside its vocabulary
-            raise ParallelBenchLMError(" ".join(str(exc).split())) from None
+        except ValueError as exc:  # an input the model cannot take: too long, a block length that does not fit ...
+            raise ParallelBenchLMError(
+                f"model={self.model_spec} cannot decode lm-eval task {task!r}: {' '.join(str(exc).split())}"
+            ) from None
 
-    def _record(self, req, gen: Generation, gen_length: int, input_length: int) -> None:
+    def _record(self, req, gen: Generation, gen_length: int, input_length: int, unmask_text: str | None = None) -> None:
+        edits = int((gen.extra or {}).get("edits") or 0)
         stats = {
             "nfe": int(gen.nfe),
             "num_tokens": int(gen.num_tokens),
             "tokens_per_step": (gen_length / gen.nfe) if gen.nfe else 0.0,  # the rewrite's: length / NFE
+            "edits": edits,
             "steps": [int(x) for x in gen.tokens_per_step],
         }
         kwargs = req.args[1] if len(req.args) > 1 and isinstance(req.args[1], dict) else None
@@ -252,6 +285,7 @@ class ParallelBenchLM(LM):
             record(doc["id"], decoding_metadata(
                 gen.order, (gen.extra or {}).get("pad_order"), nfe=int(gen.nfe), gen_length=gen_length,
                 input_length=input_length, output_length=max(len(gen.order), len(gen.token_texts)),
+                edits=edits, unmask_text=unmask_text,
             ))
         row = {"task": getattr(req, "task_name", None), "doc_id": getattr(req, "doc_id", None), **stats}
         self.stats.append(row)

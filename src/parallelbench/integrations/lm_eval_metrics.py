@@ -7,6 +7,10 @@ results JSON reads the same from either tool:
   sample, reported as 0..100 (`percent_mean`); text tasks also report their components
   under the rewrite's names (``grammar_score``, ``rougeL_score``, ``bertscore_score``,
   ``inv_bleu_score``, ``inclusion_score``);
+- ``unmask_score`` (0..100 like ``score``: the score of the answer when its last original mask
+  was filled, before any later edit; equal to ``score`` for strategies that never change a
+  written token) and ``edits`` (token-to-token rewrites per sample, a plain mean): how much an
+  editing strategy repaired (docs/report.md, "Does editing repair parallel decoding?");
 - ``nfe``, ``tokens_per_step`` (generation length / NFE), ``input_length`` (prompt tokens),
   ``output_length`` (answer tokens, up to the first EOS) and the decoding-order
   correlations ``dec_order_kendall``, ``dec_order_spearman`` and their ``_ignore_pad``
@@ -36,6 +40,8 @@ DECODING_METRICS: tuple[str, ...] = (
     "dec_order_kendall_ignore_pad",
     "dec_order_spearman_ignore_pad",
 )
+# repair by editing: unmask_score aggregates like the scores (0..100), edits is a plain mean
+REPAIR_METRICS: tuple[str, ...] = ("unmask_score", "edits")
 # our component name -> the rewrite's metric name (text tasks)
 COMPONENT_METRICS: dict[str, str] = {
     "grammar": "grammar_score",
@@ -70,34 +76,44 @@ def _nan_if_none(value: float | None) -> float:
 
 
 def decoding_metadata(order: Sequence[int], pad_order: Sequence[int] | None, *, nfe: int, gen_length: int,
-                      input_length: int, output_length: int) -> dict[str, float]:
-    """The decoding metrics of one generation (undefined correlations are NaN, as scipy's)."""
+                      input_length: int, output_length: int, edits: int = 0,
+                      unmask_text: str | None = None) -> dict[str, Any]:
+    """The decoding metrics of one generation (undefined correlations are NaN, as scipy's), its edits
+    and, for a decode that kept a repair record, the text of its answer at unmasking (scored by the task)."""
     from parallelbench.scoring.order import order_metrics  # noqa: PLC0415
 
     corr = order_metrics(list(order), None if pad_order is None else list(pad_order))
-    return {
+    out: dict[str, Any] = {
         "nfe": float(nfe),
         "tokens_per_step": gen_length / nfe if nfe else 0.0,
         "input_length": float(input_length),
         "output_length": float(output_length),
         **{k: _nan_if_none(corr[k]) for k in DECODING_METRICS[4:]},
+        "edits": float(edits),
     }
+    if unmask_text is not None:
+        out["unmask_text"] = str(unmask_text)
+    return out
 
 
-def record(sample_id: str, metadata: dict[str, float]) -> None:
+def record(sample_id: str, metadata: dict[str, Any]) -> None:
     """Keep a generation's metadata until the task scores that sample."""
     _PENDING[str(sample_id)].append(dict(metadata))
 
 
-def take(sample_id: str) -> dict[str, float]:
-    """The oldest metadata recorded for this sample, or zeros when the model recorded none."""
+def take(sample_id: str) -> dict[str, Any]:
+    """The oldest metadata recorded for this sample (the decoding metrics, `edits` and, when the
+    decode kept a repair record, `unmask_text`), or zeros when the model recorded none."""
     queue = _PENDING.get(str(sample_id))
     if not queue:
-        return dict.fromkeys(DECODING_METRICS, 0.0)
+        return {**dict.fromkeys(DECODING_METRICS, 0.0), "edits": 0.0}
     meta = queue.popleft()
     if not queue:
         del _PENDING[str(sample_id)]
-    return {k: float(meta.get(k, 0.0)) for k in DECODING_METRICS}
+    out: dict[str, Any] = {k: float(meta.get(k, 0.0)) for k in (*DECODING_METRICS, "edits")}
+    if meta.get("unmask_text") is not None:
+        out["unmask_text"] = str(meta["unmask_text"])
+    return out
 
 
 def scoring_mode() -> str:
@@ -112,7 +128,7 @@ def scoring_mode() -> str:
 
 
 def sample_metrics(doc: dict[str, Any], output: str) -> dict[str, float]:
-    """Every metric of one exported sample: its scores (0..1) and its decoding metadata."""
+    """Every metric of one exported sample: its scores (0..1), its repair metrics and its decoding metadata."""
     from parallelbench.scoring import score  # noqa: PLC0415
     from parallelbench.tasks.base import Sample  # noqa: PLC0415
 
@@ -127,5 +143,10 @@ def sample_metrics(doc: dict[str, Any], output: str) -> dict[str, float]:
         else:
             ours = next(k for k, v in COMPONENT_METRICS.items() if v == name)
             out[name] = float(result.components.get(ours, 0.0))
-    out.update(take(doc.get("id", sample.id)))
+    meta = take(doc.get("id", sample.id))
+    unmask = meta.pop("unmask_text", None)
+    same = unmask is None or unmask == (output if isinstance(output, str) else "")
+    out["unmask_score"] = float(result.score) if same else float(score(sample, unmask, mode=scoring_mode()).score)
+    out["edits"] = float(meta.pop("edits", 0.0))
+    out.update(meta)
     return out

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable
 
-from parallelbench.integrations.lm_eval_metrics import DECODING_METRICS, score_metrics
+from parallelbench.integrations.lm_eval_metrics import DECODING_METRICS, REPAIR_METRICS, score_metrics
 from parallelbench.tasks.base import Sample, Task
 
 GROUP = "parallelbench_all"
@@ -96,9 +96,9 @@ def _yaml_str(value: str) -> str:
 
 def task_yaml(task: Task, data_file: str, until: list[str]) -> str:
     metrics = []
-    for name in score_metrics(task.scorer):
+    for name in (*score_metrics(task.scorer), "unmask_score"):
         metrics += [f"  - metric: {name}", "    aggregation: !function utils.percent_mean", "    higher_is_better: true"]
-    for name in DECODING_METRICS:
+    for name in (*REPAIR_METRICS[1:], *DECODING_METRICS):
         metrics += [f"  - metric: {name}", "    aggregation: mean",
                     f"    higher_is_better: {_HIGHER_IS_BETTER.get(name, 'null')}"]
     return "\n".join([

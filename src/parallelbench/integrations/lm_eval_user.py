@@ -1,5 +1,5 @@
 """Tasks of your own (`module:NAME`) in lm-eval: an exported folder that imports your module,
-and `parallelbench lm-eval --tasks module:NAME`.
+a group per module (`my_tasks_all`), and `parallelbench lm-eval --tasks module:NAME`.
 
 An exported task folder scores with our scorers (`utils.py`); a task of your own may use a
 scorer that only exists once your module is imported. `add_user_modules` appends to every
@@ -19,8 +19,9 @@ MARKER = "# Modules of your own tasks (`--tasks module:NAME`)"
 
 _BLOCK = '''
 
-{marker}: imported here so that their @register_scorer scorers exist.
-def _import_user_modules(modules):
+{marker}: imported here so that their @register_scorer scorers exist,
+# and their tasks registered so that the ideal model can list a task's valid_answers.
+def _import_user_modules(modules, sources):
     import importlib
     import sys
 
@@ -35,9 +36,16 @@ def _import_user_modules(modules):
         finally:
             if added:
                 sys.path.remove(folder)
+    from parallelbench.tasks import TaskSourceError, user_tasks
+
+    for source in sources:
+        try:
+            user_tasks(source)
+        except TaskSourceError:  # scoring needs only the scorers; the ideal model will say what is missing
+            pass
 
 
-_import_user_modules({modules!r})
+_import_user_modules({modules!r}, {sources!r})
 '''
 
 
@@ -57,17 +65,51 @@ def user_modules(tasks: Iterable[Task]) -> list[tuple[str, str]]:
     return sorted(found.items())
 
 
+def user_sources(tasks: Iterable[Task]) -> list[str]:
+    """The `module:NAME` specs the user tasks among `tasks` came from."""
+    from parallelbench.tasks import task_source
+
+    return sorted({spec for spec in (task_source(t.id) for t in tasks) if spec})
+
+
 def add_user_modules(folder: str | Path, tasks: Iterable[Task]) -> list[tuple[str, str]]:
-    """Make every `utils.py` under `folder` import the user modules of `tasks`; returns them."""
+    """Make every `utils.py` under `folder` import the user modules of `tasks` and register
+    their tasks; returns the modules."""
+    tasks = list(tasks)
     modules = user_modules(tasks)
     if modules:
-        block = _BLOCK.format(marker=MARKER, modules=modules)
+        block = _BLOCK.format(marker=MARKER, modules=modules, sources=user_sources(tasks))
         for utils in sorted(Path(folder).rglob("utils.py")):
             text = utils.read_text(encoding="utf-8")
             if MARKER in text:  # exported into the same folder again: one block, the newest modules
                 text = text[: text.index(MARKER)].rstrip("\n") + "\n"
             utils.write_text(text.rstrip("\n") + block, encoding="utf-8")
     return modules
+
+
+def user_group_name(module: str) -> str:
+    """The lm-eval group of a user module's tasks: `my_tasks` -> `my_tasks_all`, `pkg.tasks` -> `pkg_tasks_all`."""
+    return re.sub(r"\W+", "_", module).strip("_") + "_all"
+
+
+def write_user_groups(folder: str | Path, tasks: Iterable[Task]) -> list[str]:
+    """One group per user module at the top of `folder` (`_my_tasks_all.yaml`), holding that
+    module's exported tasks, as `parallelbench_all` holds the paper's; returns the group names."""
+    from parallelbench.integrations.lm_eval_tasks import group_yaml, lm_eval_task_name
+    from parallelbench.tasks import task_source
+    from parallelbench.tasks.user import source_module
+
+    members: dict[str, list[str]] = {}
+    for task in tasks:
+        spec = task_source(task.id)
+        if spec:
+            members.setdefault(source_module(spec), []).append(lm_eval_task_name(task.id))
+    groups = []
+    for module, names in sorted(members.items()):
+        group = user_group_name(module)
+        (Path(folder) / f"_{group}.yaml").write_text(group_yaml(group, f"{module} (your tasks)", names), encoding="utf-8")
+        groups.append(group)
+    return groups
 
 
 def with_user_tasks(args: list[str], folder: str | Path) -> list[str]:
@@ -104,6 +146,7 @@ def with_user_tasks(args: list[str], folder: str | Path) -> list[str]:
                     target = Path(folder) / re.sub(r"\W+", "_", item)
                     rows = export_lm_eval(tasks, target)
                     add_user_modules(target, tasks)
+                    write_user_groups(target, tasks)
                     names += [name for name, _, _ in rows]
                 else:
                     names.append(item)

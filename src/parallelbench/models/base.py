@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Sequence, runtime_checkable
 
-from parallelbench.models.protocols import CausalModel, MaskedDiffusionModel  # noqa: F401  (re-exported)
+from parallelbench.models.protocols import CausalModel, MaskedDiffusionModel, ModelInputError  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     from parallelbench.decoding.strategy import Strategy

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Optional
 
 import typer
 
 app = typer.Typer(
     help=(
-        "Inspect model checkpoints.\n\n"
-        "Example: parallelbench models check hf:GSAI-ML/LLaDA-1.5"
+        "Inspect model checkpoints, or write a small one to try a family on a CPU.\n\n"
+        "Example: parallelbench models check hf:GSAI-ML/LLaDA-1.5 ;  "
+        "parallelbench models example --family sdar --out sdar-example"
     ),
     no_args_is_help=True,
 )
@@ -66,3 +68,43 @@ def check(
     else:
         for line in report.lines():
             typer.echo(line)
+
+
+@app.command("example")
+def example(
+    family: str = typer.Option(..., "--family", help="llada, dream, sdar, llada2 or masked_lm."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder to write (new or empty)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random weights."),
+) -> None:
+    """Write a small random-weight checkpoint of a family in its hub format (config, safetensors,
+    tokenizer), which `hf:DIR` loads and decodes on a CPU in seconds. The answers mean nothing
+    (random weights); loading, chat template, mask, caches and strategies run as on the real model.
+
+    Examples:
+
+      parallelbench models example --family sdar --out sdar-example
+
+      parallelbench run --model hf:sdar-example --tasks waiting_line/copy --strategy confidence-topk --k 2 --limit 4 --db example.db
+    """
+    from parallelbench.models.hf.examples import FAMILIES, write_example
+    from parallelbench.outputs import OutputError, check_folder
+
+    if family not in FAMILIES:
+        _fail(f"unknown family {family!r}; valid: {', '.join(FAMILIES)}")
+    try:
+        check_folder(out, "the checkpoint")
+    except OutputError as exc:
+        _fail(str(exc))
+    if out.is_dir() and any(out.iterdir()):
+        _fail(f"{out} is not empty; give a new or empty folder for the checkpoint")
+    try:
+        write_example(out, family, seed=seed)
+    except ImportError as exc:
+        _fail(f"writing a {family} checkpoint needs the hf extra ({exc}); install it with: pip install 'parallelbench[hf]'")
+    except OSError as exc:
+        _fail(f"cannot write the checkpoint to {out}: {exc.strerror or exc}")
+    files = sorted(p.name for p in out.iterdir())
+    size = sum(p.stat().st_size for p in out.iterdir()) / 1e6
+    typer.echo(f"wrote a random-weight {family} checkpoint to {out} ({', '.join(files)}; {size:.2f} MB)")
+    typer.echo(f"try it: parallelbench run --model hf:{out} --tasks waiting_line/copy --strategy confidence-topk --k 2 "
+               "--limit 4 --db example.db")

@@ -8,7 +8,7 @@ records with the decoding statistics the runner stores.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Collection, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Sequence
 
 from parallelbench.models.base import Generation, ModelKind
 
@@ -26,6 +26,19 @@ def cut_at_eos(tokens: Sequence[int], eos_id: "int | Collection[int]") -> int:
         if int(tok) in stops:
             return i
     return len(tokens)
+
+
+def repair_text(extra: dict[str, Any], tokens: Sequence[int], cut: int, stops: "int | Collection[int]",
+                decode: Callable[[Sequence[int]], str]) -> dict[str, Any]:
+    """The text side of a decode's repair record (decoding/repair.py): `unmask_text`, the answer
+    when its last original mask was filled (cut at its own first stop token), and `changed_tokens`,
+    the shown positions (before the final text's stop token, `cut`) whose final token differs from
+    the first one committed there. {} for a decode without the record (a strategy that never edits)."""
+    unmask, first = extra.get("unmask_tokens"), extra.get("first_tokens")
+    if unmask is None or first is None:
+        return {}
+    changed = sum(1 for j in range(min(cut, len(first))) if first[j] >= 0 and int(tokens[j]) != int(first[j]))
+    return {"unmask_text": decode(list(unmask)[: cut_at_eos(unmask, stops)]), "changed_tokens": changed}
 
 
 class DiffusionTextModel:
@@ -144,7 +157,8 @@ class DiffusionTextModel:
         return {int(self.net.eos_id)}
 
     def _generation(self, res: Any, wall_time: float) -> Generation:
-        cut = cut_at_eos(res.tokens, self._stop_ids())
+        stops = self._stop_ids()
+        cut = cut_at_eos(res.tokens, stops)
         kept = res.tokens[:cut]
         return Generation(
             text=self.tokenizer.decode(kept),
@@ -155,5 +169,6 @@ class DiffusionTextModel:
             num_tokens=res.num_committed,
             wall_time=wall_time,
             # steps of the positions from the first EOS on, for the whole-generation order metrics
-            extra={"eos_index": cut, "pad_order": list(res.order[cut:]), **res.extra},
+            extra={"eos_index": cut, "pad_order": list(res.order[cut:]), **res.extra,
+                   **repair_text(res.extra, res.tokens, cut, stops, self.tokenizer.decode)},
         )

@@ -7,6 +7,7 @@ import circle. `parallelbench.models.base` re-exports both.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -14,12 +15,22 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BlockCausalModel",
+    "BlockProgress",
     "CausalModel",
     "MaskedDiffusionModel",
+    "ModelInputError",
     "is_block_causal",
     "supports_attention_bias",
     "uses_block_cache",
+    "uses_delayed_cache",
 ]
+
+
+class ModelInputError(ValueError):
+    """An input this model cannot take: a prompt and answer longer than its positions, words
+    outside its vocabulary, a block length its blocks do not divide. Raise it (one line saying
+    what does not fit and how to fix it) before or while decoding; the runner then skips the
+    task with one line naming the model and the task, and `parallelbench lm-eval` stops with one."""
 
 
 @runtime_checkable
@@ -138,6 +149,27 @@ def is_block_causal(model: object) -> bool:
 def uses_block_cache(model: object) -> bool:
     """Whether a block-causal net asks for the exact KV cache across blocks."""
     return is_block_causal(model) and getattr(model, "cache_mode", "none") == "block"
+
+
+@dataclass(frozen=True)
+class BlockProgress:
+    """What a multi-block decode (d3LLM) tells a net with the delayed prefix cache at each call.
+
+    A net whose `cache_mode` is "delayed" (native LLaDA / Dream, `cache=delayed`) accepts
+    `forward(canvas, *, attention_mask, rows, block_progress=BlockProgress(...))` and decides from
+    it which finished blocks enter its per-row cache and when it refreshes; the `multi-block`
+    strategy passes it, and a call without it is a plain uncached forward.
+    """
+
+    step: int  # 1-based model call of this decode: 1 starts a new decode (the cache starts empty)
+    prompt_length: int  # canvas columns before the generation region (left padding included)
+    block_length: int
+    finished: "torch.Tensor"  # [b, K] bool: block k of the row is in flight and has nothing left to decode
+
+
+def uses_delayed_cache(model: object) -> bool:
+    """Whether `model.forward` takes `block_progress` (d3LLM's delayed prefix cache, `cache=delayed`)."""
+    return getattr(model, "cache_mode", "none") == "delayed"
 
 
 @runtime_checkable

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import typing
 from typing import Any, Callable
 
 from parallelbench.models.base import BenchModel
@@ -67,25 +68,61 @@ def check_spec(spec: str) -> None:
 
 
 def python_factory(arg: str) -> Callable[..., BenchModel]:
-    """The user factory behind ``py:<module>:<function>`` (imported, not called)."""
-    from parallelbench.userimport import import_user_module
+    """The user factory behind ``py:<module>:<function>`` (imported, not called).
+
+    A missing module and a module without that function are different lines."""
+    from parallelbench.userimport import UserCodeError, load_named
 
     module_name, _, fn_name = arg.rpartition(":")
     if not module_name or not fn_name:
         raise ModelSpecError(f"model spec 'py:{arg}' must look like py:<module>:<function>; valid forms: {VALID_FORMS}")
     try:
-        factory = getattr(import_user_module(module_name), fn_name)
-    except (ImportError, AttributeError) as exc:
-        raise ModelSpecError(f"model spec 'py:{arg}': cannot import {fn_name} from {module_name} ({exc})") from exc
+        factory = load_named(arg, f"model spec 'py:{arg}'", "functions", inspect.isfunction)
+    except UserCodeError as exc:
+        raise ModelSpecError(str(exc)) from None
     if not callable(factory):
         raise ModelSpecError(f"model spec 'py:{arg}': {fn_name} in {module_name} is a {type(factory).__name__}, "
                              "not a function returning a model")
     return factory
 
 
+def factory_options(arg: str, options: dict[str, Any]) -> dict[str, Any]:
+    """A `py:` factory's options as its type hints declare them (int, float, bool, str, Literal,
+    Optional), so `--model-opt dim=8` reaches `def make(dim: int)` as 8 and `dim=abc` is one line
+    naming the option, the factory and what fits. Unannotated parameters take the value as given."""
+    from parallelbench.typed_options import coerce, describe
+
+    factory = python_factory(arg)
+    try:
+        hints = typing.get_type_hints(factory)
+    except Exception:  # noqa: BLE001 - a hint that does not resolve: read it as written
+        hints = {name: p.annotation for name, p in _signature(factory).items() if p.annotation is not p.empty}
+    out = {}
+    for name, value in options.items():
+        hint = hints.get(name)
+        if hint is None:
+            out[name] = value
+            continue
+        try:
+            out[name] = coerce(name, hint, value)
+        except ValueError:
+            raise ModelSpecError(
+                f"model 'py:{arg}': option {name}={value!r} does not fit {factory.__name__}({name}: "
+                f"{inspect.formatannotation(hint)}); give {describe(hint)}"
+            ) from None
+    return out
+
+
+def _signature(factory: Callable) -> dict[str, inspect.Parameter]:
+    try:
+        return dict(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):  # a compiled factory without a signature
+        return {}
+
+
 def load_python(arg: str, **options: Any) -> BenchModel:
     """``py:<module>:<function>``: call a user factory (with the options) that returns a BenchModel."""
-    return python_factory(arg)(**options)
+    return python_factory(arg)(**factory_options(arg, options))
 
 
 def declared_options(spec: str) -> dict[str, bool] | None:
@@ -93,11 +130,11 @@ def declared_options(spec: str) -> dict[str, bool] | None:
     (a `py:` factory with **kwargs) or when this install cannot tell (its loader is missing)."""
     _, arg = _loader_for(spec)
     if spec.startswith("py:"):
+        factory = python_factory(arg)  # a missing module or function is a ModelSpecError line
         try:
-            signature = inspect.signature(python_factory(arg))
+            params = inspect.signature(factory).parameters.values()
         except (TypeError, ValueError):  # a compiled factory without a signature: cannot tell
             return None
-        params = signature.parameters.values()
         if any(p.kind is p.VAR_KEYWORD for p in params):
             return None
         return {p.name: True for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
@@ -114,13 +151,13 @@ def declared_options(spec: str) -> dict[str, bool] | None:
 def check_options(spec: str, options: dict[str, Any]) -> None:
     """One `ModelSpecError` line naming unknown options and the valid ones, before anything loads."""
     declared = declared_options(spec)
-    if declared is None:
-        return
-    unknown = sorted(set(options) - set(declared))
+    unknown = sorted(set(options) - set(declared)) if declared is not None else []
     if unknown:
         valid = ", ".join(sorted(declared)) or "none (it takes no options)"
         kind = spec.split(":", 1)[0]
         raise ModelSpecError(f"unknown {kind} model option(s) {', '.join(unknown)} for model {spec!r}; valid: {valid}")
+    if spec.startswith("py:"):
+        factory_options(spec[3:], options)  # values against the factory's type hints, before it runs
 
 
 def output_options(spec: str, options: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from parallelbench.models.protocols import ModelInputError
+
 PAD, MASK, EOS, SEP = "[PAD]", "[MASK]", "[EOS]", "[SEP]"
 SPECIALS = (PAD, MASK, EOS, SEP)
 
@@ -42,7 +44,7 @@ SPLITTER = 2  # what `WordTokenizer.build` uses
 _DIGIT = re.compile(r" ?\d")
 
 
-class UnknownWordsError(ValueError):
+class UnknownWordsError(ModelInputError):
     """The text holds words the tiny model was never trained on."""
 
 
@@ -170,7 +172,7 @@ class WordTokenizer:
         """The training target: answer ids, then [EOS] up to `gen_length` (as LLaDA pads)."""
         ids = self.encode(answer)
         if len(ids) + 1 > gen_length:
-            raise ValueError(
+            raise ModelInputError(
                 f"answer needs {len(ids) + 1} tokens with its [EOS] but gen_length is {gen_length}"
             )
         return ids + [self.eos_id] * (gen_length - len(ids))
@@ -190,7 +192,7 @@ class WordTokenizer:
             if part:
                 ids += self.encode(part)
         if len(ids) + 1 > gen_length:
-            raise ValueError(
+            raise ModelInputError(
                 f"output format needs {len(ids) + 1} tokens but gen_length is {gen_length}"
             )
         return ids + [self.eos_id] * (gen_length - len(ids))

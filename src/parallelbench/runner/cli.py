@@ -63,7 +63,7 @@ def run(
     seed: Optional[str] = typer.Option(None, "--seed", help="Seed(s), comma-separated (default 0)."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", "-b", help="Samples per generate call and per database transaction (default 8)."),
     db: Optional[str] = typer.Option(None, "--db", help="Results database (default ./parallelbench.db)."),
-    out: Optional[str] = typer.Option(None, "--out", help="Folder for the report (default ./parallelbench-out)."),
+    out: Optional[str] = typer.Option(None, "--out", help="Folder for the report (default: beside the database, named after it: parallelbench.db -> ./parallelbench-out, tour.db -> ./tour-out)."),
     executor: Optional[str] = typer.Option(None, "--executor", help="local (default) or ray."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Ray actors (one per CPU or GPU worker; default 2)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Existing Ray cluster address (default: start a local one)."),
@@ -167,7 +167,7 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
         from parallelbench.outputs import OutputError, check_folder
 
         try:
-            check_folder(spec.out, "the report")
+            check_folder(spec.report_out, "the report")
         except OutputError as exc:
             _fail(f"{exc} (or pass --no-report)")
             return
@@ -202,7 +202,7 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
         console.print("[yellow]no report written:[/yellow] the database holds no finished row yet (every sample of "
                       "this run failed); re-run the same command to retry them", soft_wrap=True, highlight=False)
     elif report:
-        report_path = _write_report(db_path, Path(spec.out), console, state)
+        report_path = _write_report(db_path, Path(spec.report_out), console, state)
     if report_path is None and not frame.empty:
         from parallelbench.runner.summary import print_summary
 
@@ -307,6 +307,7 @@ def results(
     tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help="Only these tasks: ids, families (waiting_line), categories or paper, comma-separated."),
     all_versions: bool = typer.Option(False, "--all-versions", help="Also rows of older model, data or strategy versions (not reused by `run`), each model labelled with its versions."),
     order: bool = typer.Option(False, "--order", help="Decoding order per strategy config instead: rank correlation of the commit order with left to right (Kendall, Spearman) and local/global AR-ness."),
+    repair: bool = typer.Option(False, "--repair", help="Repair by editing instead: per model, editing strategy config and task, the mean score when the last original mask was filled (unmask) and at the end, with 95% intervals, the share of rows repaired (wrong then right) and broken (right then wrong), and mean edits."),
     compare: Optional[Tuple[str, str]] = typer.Option(
         None, "--compare", metavar="A B",
         help="Paired difference A − B on the samples both configs decoded, with its 95% interval and p-value. "
@@ -320,6 +321,8 @@ def results(
     Example: parallelbench results --compare 'confidence-topk[k=2]' 'random[k=2]'
 
     Example: parallelbench results --order --model tiny
+
+    Example: parallelbench results --repair --tasks waiting_line
     """
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
@@ -375,6 +378,11 @@ def results(
         from parallelbench.runner.summary import print_order_summary
 
         print_order_summary(selected, console)
+        return
+    if repair:
+        from parallelbench.runner.summary import print_repair_summary
+
+        print_repair_summary(selected, console)
         return
     legend: dict[str, str] = {}
     if all_versions:

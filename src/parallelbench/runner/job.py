@@ -175,7 +175,7 @@ def run_job(
             plan.models = models
     elif spec.executor == "local":
         first_loaded = _load(models[0], spec.model_options)
-    _check_strategies(plan, first_loaded)
+    _check_strategies(plan, first_loaded, models[0])
 
     sessions = _Sessions(spec)
     result = JobResult(db=Path(spec.db), models=list(models), notes=notes)
@@ -294,18 +294,20 @@ def _print_notes(prov: Provenance, result: JobResult, console: Console) -> None:
             console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True, highlight=False)
 
 
-def _check_strategies(plan: Plan, model: Any) -> None:
+def _check_strategies(plan: Plan, model: Any, model_spec: str = "") -> None:
     """A model that accepts only some strategies (Medusa heads) refuses the others before any work,
-    and so does one that lacks a capability a strategy's options need (`Strategy.check_model`)."""
+    and so does one that lacks a capability a strategy's options need (`Strategy.check_model`):
+    one line naming the model, the task and the config."""
     check = getattr(model, "check_strategy", None)
     net = getattr(model, "net", model)  # a diffusion text model decodes with its network
-    for configs in plan.configs.values():
+    for task_id, configs in plan.configs.items():
         for config in configs:
             if model is not None and config.strategy not in MEDUSA_MODES and check is None:
                 try:
                     config.build().check_model(net)
                 except ValueError as exc:
-                    raise SpecError(str(exc)) from None
+                    raise SpecError(f"model {model_spec!r} cannot decode task {task_id} with {config.label}: "
+                                    f"{' '.join(str(exc).split())}") from None
             if check is None and config.strategy not in MEDUSA_MODES:
                 continue
             try:

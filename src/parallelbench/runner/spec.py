@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "tiny"
 FALLBACK_MODEL = "ideal"
 DEFAULT_CATEGORIES = ("waiting_line", "puzzle")  # the main job: the paper's Waiting Line 10 and Puzzles
-DEFAULT_OUT = "parallelbench-out"
 EXECUTORS = ("local", "ray")
 AUTOREGRESSIVE = "autoregressive"  # the strategy name recorded for models that do not diffuse
 # Flags that map to a strategy parameter, and how their values parse.
@@ -89,7 +88,7 @@ class RunSpec:
     seeds: list[int] = field(default_factory=lambda: [0])
     batch_size: int = 8
     db: str = DEFAULT_DB
-    out: str = DEFAULT_OUT
+    out: str | None = None  # the report folder; None: beside the database (`report_out`)
     executor: str = "local"
     workers: int = 2
     ray_address: str | None = None
@@ -102,6 +101,13 @@ class RunSpec:
     force: bool = False  # recompute rows even where stored ones match (the new rows become current)
     # --k values no named strategy takes, kept for the --baselines' confidence top-k
     baseline_k: Any = None
+
+    @property
+    def report_out(self) -> str:
+        """The report folder: `out`, else beside the database (`tour.db` -> `tour-out`)."""
+        from parallelbench.outputs import report_folder
+
+        return self.out or str(report_folder(self.db))
 
     # -- construction --------------------------------------------------------------------
     @classmethod
@@ -484,6 +490,10 @@ def _config(name: str, kwargs: dict[str, Any], task: "Task", gen_length: int) ->
     except SpecError:
         raise
     except Exception as exc:  # noqa: BLE001 - the decoding layer's own message, on one line
+        from parallelbench.decoding.strategy import StrategyLoadError  # imported by _build already
+
+        if isinstance(exc, StrategyLoadError):  # module:Class that cannot load: its line says which part
+            raise SpecError(_one_line(exc)) from None
         if _strategy_param_names(name) is None and ":" not in name:
             inner = _one_line(exc)
             if name in inner and "valid" in inner:  # the decoding layer already lists the strategies

@@ -53,7 +53,16 @@ COLUMNS: tuple[str, ...] = (
     "versions",
     "created_at",
     *ORDER_COLUMNS,  # decoding order vs left to right, from `order` (scoring/order.py); added to older files on open
+    # repair (docs/report.md, "Does editing repair parallel decoding?"); added to older files on open
+    "unmask_score",  # the score of the answer when its last original mask was filled (= score: no edit after it)
+    "unmask_output",  # that answer's text when it differs from `output` (else NULL)
+    "edits",  # token-to-token rewrites of written slots
+    "inserts",  # insert operations
+    "deletes",  # delete operations
+    "changed_tokens",  # shown positions whose final token differs from the first one committed there
 )
+# The repair columns; NULL unmask_score: not known (an editing strategy's row written without the record).
+REPAIR_COLUMNS: tuple[str, ...] = ("unmask_score", "unmask_output", "edits", "inserts", "deletes", "changed_tokens")
 # Columns holding JSON text (export can expand them).
 JSON_COLUMNS: tuple[str, ...] = ("params", "scores", "tokens_per_step", "order", "token_texts", "versions")
 # What makes a row unique; `model` is the spec string the run was given.
@@ -73,6 +82,8 @@ _TYPES = {
     "tps": "REAL",
     "wall_time": "REAL",
     **{c: "REAL" for c in ORDER_COLUMNS},
+    "unmask_score": "REAL",
+    **{c: "INTEGER" for c in ("edits", "inserts", "deletes", "changed_tokens")},
 }
 _NOT_NULL = {"model", "strategy", "params", "task", "sample_id"}
 
@@ -297,6 +308,7 @@ class ResultsStore:
                 self._migrate_v1()
             self._conn.execute(_schema())
             self._add_order_columns()
+            self._add_repair_columns()
             self._conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             self._conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
@@ -332,21 +344,33 @@ class ResultsStore:
         self._conn.execute("DROP TABLE results_v1")
         self._status_known = True
 
-    def _add_order_columns(self) -> None:
-        """Inside the open transaction: add the order-metric columns a file written before them
-        lacks, computed for its rows from their stored `order`."""
+    def _add_columns(self, columns: Sequence[str], fields: Sequence[str], values_of) -> None:
+        """Inside the open transaction: add the `columns` a file written before them lacks, each
+        row's values from `values_of(row)` (a dict of its `fields`; None leaves a NULL)."""
         names = {r[1] for r in self._conn.execute("PRAGMA table_info(results)")}
-        missing = [c for c in ORDER_COLUMNS if c not in names]
+        missing = [c for c in columns if c not in names]
         for c in missing:
-            self._conn.execute(f"ALTER TABLE results ADD COLUMN {_q(c)} REAL")
+            self._conn.execute(f"ALTER TABLE results ADD COLUMN {_q(c)} {_TYPES.get(c, 'TEXT')}")
         if missing:
-            rows = self._conn.execute('SELECT id, "order" FROM results').fetchall()
+            rows = self._conn.execute(f"SELECT id, {', '.join(_q(f) for f in fields)} FROM results").fetchall()
+            updates = []
+            for r in rows:
+                values = values_of(dict(zip(fields, r[1:])))
+                if any(values[c] is not None for c in missing):
+                    updates.append((*(values[c] for c in missing), r[0]))
             sets = ", ".join(f"{_q(c)} = ?" for c in missing)
-            self._conn.executemany(
-                f"UPDATE results SET {sets} WHERE id = ?",
-                [(*(_order_metrics_of({"order": r[1]})[c] for c in missing), r[0]) for r in rows],
-            )
+            self._conn.executemany(f"UPDATE results SET {sets} WHERE id = ?", updates)
         self._columns = None
+
+    def _add_order_columns(self) -> None:
+        """The order-metric columns, computed for older rows from their stored `order`."""
+        self._add_columns(ORDER_COLUMNS, ("order",), _order_metrics_of)
+
+    def _add_repair_columns(self) -> None:
+        """The repair columns. Rows of strategies that never change a written token get their exact
+        values (unmask_score = score, zero counts); rows of editing strategies stay NULL (not
+        measured: `run --force` decodes them again with the record); no row is decoded again."""
+        self._add_columns(REPAIR_COLUMNS, ("strategy", "model_kind", "score", "status"), repair_defaults)
 
     def _rollback(self) -> None:
         """Roll back if a transaction is still open; a failed rollback must not hide the first error."""
@@ -413,6 +437,7 @@ class ResultsStore:
         cols = COLUMNS + STATUS_COLUMNS
         defaults = {"status": "ok", "provenance": ""}
         rows = [r if all(c in r for c in ORDER_COLUMNS) else {**_order_metrics_of(r), **r} for r in rows]
+        rows = [r if "unmask_score" in r else {**repair_defaults(r), **r} for r in rows]
         values = [tuple(_to_sql({**defaults, **{k: v for k, v in r.items() if v is not None}}, c) for c in cols)
                   for r in rows]
         updates = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in cols if c not in _UNIQUE)
@@ -577,6 +602,8 @@ class ResultsStore:
             row = dict(zip(present, r))
             if len(present) < len(COLUMNS):
                 row = {c: row.get(c) for c in COLUMNS} | {k: v for k, v in _order_metrics_of(row).items() if k not in present}
+                if "unmask_score" not in present:
+                    row.update(repair_defaults(row))
             yield row
 
     def frame(self, *, all_versions: bool = False) -> "pd.DataFrame":
@@ -588,6 +615,24 @@ class ResultsStore:
         except (sqlite3.DatabaseError, OSError) as exc:
             raise _unusable(self.path, exc) from None
         return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+NON_EDITING_KINDS = ("autoregressive", "api")  # model kinds that decode without a diffusion strategy
+
+
+def repair_defaults(row: dict[str, Any]) -> dict[str, Any]:
+    """The repair columns of a row written without them: exact for a strategy that never changes a
+    written token (unmask_score = score, zero counts), else unknown (all NULL)."""
+    unknown = dict.fromkeys(REPAIR_COLUMNS)
+    if row.get("status", "ok") != "ok" or row.get("score") is None:
+        return unknown
+    strategy, kind = str(row.get("strategy") or ""), str(row.get("model_kind") or "")
+    if kind not in NON_EDITING_KINDS and strategy != "autoregressive":
+        from parallelbench.decoding.repair import strategy_rewrites
+
+        if strategy_rewrites(strategy) is not False:
+            return unknown
+    return {**unknown, "unmask_score": row["score"], "edits": 0, "inserts": 0, "deletes": 0, "changed_tokens": 0}
 
 
 def _order_metrics_of(row: dict[str, Any]) -> dict[str, float | None]:

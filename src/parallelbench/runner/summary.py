@@ -231,3 +231,82 @@ def print_order_summary(frame: "pd.DataFrame", console: "Console") -> None:
     if absent:
         print_line(console, f"not shown: {', '.join(absent)} (these rows lack the stored columns, and the stored "
                             "order stops at the first stop token, so the pad positions they need are not there)", "dim")
+
+
+def print_repair_summary(frame: "pd.DataFrame", console: "Console") -> None:
+    """Per model, one row per editing strategy config and task (`analysis.repair.repair_table`):
+    score at unmasking and at the end with their 95% half-widths, repaired / broken shares, mean
+    edits; labels whole or numbered with a legend, as the width allows."""
+    import math
+
+    from rich.table import Table
+    from rich.text import Text
+
+    from parallelbench.analysis.repair import LEGEND, editing_configs, hidden_configs, repair_table
+    from parallelbench.analysis.terminal import distinct_labels, fits, legend_lines, print_legend, print_line, short_ids
+
+    if frame.empty:
+        console.print("[yellow]the database holds no results yet[/yellow]; run `parallelbench run` first")
+        return
+    configs = editing_configs(frame)
+    table_rows = repair_table(frame, configs)
+    hidden = hidden_configs(frame, configs)
+    if table_rows.empty:
+        print_line(console, f"no strategy here can change a written token ({hidden} strategy config"
+                            f"{'' if hidden == 1 else 's'}: their unmask score is their score); run an editing "
+                            "strategy, e.g. parallelbench run --strategy edit-threshold --threshold 0.5", "yellow")
+        return
+
+    def cell(value: float, low: float, high: float) -> str:
+        if value != value:
+            return "–"
+        return f"{value:.2f} ± {(high - low) / 2:.2f}" if low == low and high == high else f"{value:.2f}"
+
+    def num(value: float, digits: int = 2) -> str:
+        return "–" if value != value or math.isinf(value) else f"{value:.{digits}f}"
+
+    def share(value: float) -> str:
+        return "–" if value != value else f"{100 * value:.0f}%"
+
+    with_indel = bool((table_rows[["inserts", "deletes"]].fillna(0) > 0).any().any())
+    unmeasured = int(table_rows["unmeasured"].sum())
+    for model, rows in table_rows.groupby("model", sort=False):
+        labels = list(dict.fromkeys(rows["config"]))
+        tasks = list(dict.fromkeys(rows["task"]))
+        shown, ids = distinct_labels(labels), short_ids("C", len(labels))
+        task_shown, task_ids = distinct_labels(tasks), short_ids("T", len(tasks))
+
+        def table(numbered: bool, numbered_tasks: bool = False) -> "Table":
+            out = Table(show_lines=False)
+            out.add_column("id" if numbered else "strategy config", no_wrap=True)
+            out.add_column("task", no_wrap=True)
+            for header in ("n", "unmask", "final", "repair", "broke", "edits", *(("ins", "del") if with_indel else ()),
+                           "chg"):
+                out.add_column(header, justify="right", no_wrap=True)
+            for _, r in rows.iterrows():
+                i, t = labels.index(r["config"]), tasks.index(r["task"])
+                out.add_row(ids[i] if numbered else Text(shown[i]), task_ids[t] if numbered_tasks else Text(task_shown[t]),
+                            str(int(r["rows"])), cell(r["unmask"], r["unmask_low"], r["unmask_high"]),
+                            cell(r["final"], r["final_low"], r["final_high"]), share(r["repaired"]), share(r["broken"]),
+                            num(r["edits"]), *((num(r["inserts"]), num(r["deletes"])) if with_indel else ()),
+                            num(r["changed_tokens"]))
+            return out
+
+        print_line(console, f"{_full(model)}: does editing repair parallel decoding? (unmask vs final score)", "bold")
+        for numbered, numbered_tasks in ((False, False), (True, False), (True, True)):
+            chosen = table(numbered, numbered_tasks)
+            if fits(console, chosen) or numbered_tasks:
+                break
+        console.print(chosen)
+        if numbered:
+            print_legend(console, legend_lines(ids, labels))
+        if numbered_tasks:
+            print_legend(console, legend_lines(task_ids, tasks))
+    print_line(console, LEGEND, "dim")
+    if hidden:
+        print_line(console, f"not shown: {hidden} strategy config{' that never changes' if hidden == 1 else 's that never change'}"
+                            " a written token (their unmask score is their score)", "dim")
+    if unmeasured:
+        print_line(console, f"{unmeasured:,} rows of editing strategies carry no repair record (written before it was "
+                            "kept, or by a decoding loop that does not keep it) and are left out; "
+                            "`parallelbench run --force` decodes them again with it", "dim")

@@ -112,12 +112,16 @@ class UnsupportedTask(Exception):
 
 
 def no_answer_set_errors() -> tuple[type[BaseException], ...]:
-    """The exception a model raises for a sample it cannot decode (the ideal model's)."""
+    """The exceptions a model raises for a sample it cannot decode: the ideal model's missing
+    answer set, and any model's input that does not fit it (too long, unknown words, a block
+    length its blocks do not divide)."""
+    from parallelbench.models.protocols import ModelInputError
+
     try:
         from parallelbench.models.ideal.bench import NoAnswerSetError
     except ImportError:  # pragma: no cover - the ideal model ships with the package
-        return ()
-    return (NoAnswerSetError,)
+        return (ModelInputError,)
+    return (NoAnswerSetError, ModelInputError)
 
 
 def unsupported_tasks(
@@ -328,16 +332,51 @@ def _score_fields(sc: Any) -> dict[str, Any]:
             "scores": canonical_json({k: float(v) for k, v in sc.components.items()})}
 
 
+def repair_columns(gen: "Generation", rewrites: bool) -> dict[str, Any]:
+    """The repair columns of a decoded row but `unmask_score` (docs/report.md, "Does editing repair
+    parallel decoding?"): from the decode's repair record when it kept one (`unmask_output` None
+    when the answer at unmasking is the final one); zero counts for a strategy that never changes
+    a written token; unknown (None) for an editing strategy whose decode kept no record."""
+    extra = gen.extra or {}
+    if "unmask_text" in extra:
+        unmask = str(extra["unmask_text"])
+        return {"edits": int(extra.get("edits", 0)), "inserts": int(extra.get("inserts", 0)),
+                "deletes": int(extra.get("deletes", 0)), "changed_tokens": int(extra.get("changed_tokens", 0)),
+                "unmask_output": None if unmask == gen.text else unmask, "_unmask_known": True}
+    if rewrites:
+        edits = extra.get("edits")
+        return {"edits": None if edits is None else int(edits), "inserts": None, "deletes": None,
+                "changed_tokens": None, "unmask_output": None, "_unmask_known": False}
+    return {"edits": 0, "inserts": 0, "deletes": 0, "changed_tokens": 0, "unmask_output": None,
+            "_unmask_known": True}
+
+
+def _unmask_scores(samples: Sequence["Sample"], unmask: Sequence[str | None],
+                   known: Sequence[bool], scores: Sequence[float], mode: str) -> list[float | None]:
+    """Each row's `unmask_score`: its score when the answer at unmasking is the final one, the
+    score of that answer when it differs (scored in one batch), None when unknown."""
+    todo = [i for i, (u, k) in enumerate(zip(unmask, known)) if k and u is not None]
+    scored = _score_all([samples[i] for i in todo], [unmask[i] or "" for i in todo], mode) if todo else []
+    out: list[float | None] = [float(s) if k else None for s, k in zip(scores, known)]
+    for i, sc in zip(todo, scored):
+        out[i] = float(sc.score)
+    return out
+
+
 def rescore_rows(items: Sequence[Rescore], stored: dict[int, dict[str, Any]], mode: str) -> list[dict[str, Any]]:
     """New rows for stored outputs whose decoding still matches: the same output and decoding
-    statistics, scored now (scorer version and mode of this run), with the new provenance."""
+    statistics, scored now (scorer version and mode of this run), with the new provenance. The
+    answer at unmasking is scored again too (unknown stays unknown)."""
     usable = [it for it in items if it.row_id in stored]
     if not usable:
         return []
     scored = _score_all([it.sample for it in usable], [stored[it.row_id]["output"] or "" for it in usable], mode)
+    unmask = _unmask_scores([it.sample for it in usable], [stored[it.row_id].get("unmask_output") for it in usable],
+                            [stored[it.row_id].get("unmask_score") is not None for it in usable],
+                            [sc.score for sc in scored], mode)
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     rows = []
-    for it, sc in zip(usable, scored):
+    for it, sc, unmask_score in zip(usable, scored, unmask):
         old = stored[it.row_id]
         try:
             versions = json.loads(old.get("versions") or "{}")
@@ -345,8 +384,8 @@ def rescore_rows(items: Sequence[Rescore], stored: dict[int, dict[str, Any]], mo
             versions = {}
         versions = versions if isinstance(versions, dict) else {}
         versions.update({**it.row_versions, "scorer": dict(sc.meta), "rescored_from": old.get("provenance")})
-        rows.append({**old, **_score_fields(sc), "versions": canonical_json(versions), "created_at": now,
-                     "status": "ok", "error": None, "provenance": it.provenance})
+        rows.append({**old, **_score_fields(sc), "unmask_score": unmask_score, "versions": canonical_json(versions),
+                     "created_at": now, "status": "ok", "error": None, "provenance": it.provenance})
     return rows
 
 
@@ -390,13 +429,21 @@ class UnitRunner:
         scores: list[Any] = [None] * len(gens)
         for i, sc in zip(ok, scored):
             scores[i] = sc
+        rewrites = bool(getattr(strategy, "rewrites", False))
+        repairs = [repair_columns(g, rewrites) for g in gens]
+        unmask_scores: list[float | None] = [None] * len(gens)
+        for i, value in zip(ok, _unmask_scores([unit.samples[i] for i in ok], [repairs[i]["unmask_output"] for i in ok],
+                                               [repairs[i]["_unmask_known"] for i in ok],
+                                               [sc.score for sc in scored], unit.scoring)):
+            unmask_scores[i] = value
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         share = elapsed / len(gens)
         name = unit.model_name or unit.model
         provs = unit.provenances or [""] * len(gens)
         details = unit.row_versions or [{}] * len(gens)
         rows = []
-        for sample, gen, sc, prov, detail in zip(unit.samples, gens, scores, provs, details):
+        for sample, gen, sc, prov, detail, repair, unmask_score in zip(unit.samples, gens, scores, provs, details,
+                                                                       repairs, unmask_scores):
             if sc is None:  # failed: stored with its reason, not scored, retried by a re-run
                 rows.append(self._failed_row(unit, sample, gen, now, prov, detail))
                 continue
@@ -425,6 +472,8 @@ class UnitRunner:
                     "wall_time": float(gen.wall_time) if gen.wall_time else share,
                     "versions": canonical_json(versions),
                     "created_at": now,
+                    "unmask_score": unmask_score,
+                    **{k: v for k, v in repair.items() if not k.startswith("_")},
                     "status": "ok",
                     "provenance": prov,
                 }

@@ -169,6 +169,9 @@ def export(
     Example: parallelbench tasks export --out tasks_out --tasks paper --limit 10
     Example: parallelbench tasks export --out my_out --tasks my_tasks:make_tasks
     Example: parallelbench tasks export --format lm-eval --out pb_tasks && lm_eval --model hf --model_args pretrained=gpt2 --include_path pb_tasks --tasks parallelbench_all
+
+    Tasks of your own (--tasks my_tasks:make_tasks) get a group named after their module
+    (my_tasks_all); the last lines print the complete command that runs everything written.
     """
     from parallelbench.outputs import OutputError, check_folder
     from parallelbench.tasks._common import with_params
@@ -209,18 +212,20 @@ def export(
                 _fail(str(exc))
 
     if fmt == "lm-eval":
+        from parallelbench.integrations.lm_eval_command import printed_commands, run_targets
         from parallelbench.integrations.lm_eval_tasks import export_lm_eval
-
-        from parallelbench.integrations.lm_eval_user import add_user_modules
+        from parallelbench.integrations.lm_eval_user import add_user_modules, write_user_groups
 
         try:
             rows = export_lm_eval(chosen, out, limit, samples_of)
             add_user_modules(out, chosen)  # tasks of your own: utils.py imports their module
+            groups = write_user_groups(out, chosen)  # ... and each module has its group (my_tasks_all)
         except (FileNotFoundError, ValueError, OSError) as exc:
             _fail(" ".join(str(exc).split()))
         total = sum(c for _, _, c in rows)
-        _out.print(f"wrote {total} samples of {len(rows)} lm-eval tasks to {out}; run: lm_eval --include_path {out} "
-                   "--tasks parallelbench_all ...", highlight=False, soft_wrap=True)
+        _out.print(f"wrote {total} samples of {len(rows)} lm-eval tasks to {out}", highlight=False, soft_wrap=True)
+        for line in printed_commands(out, run_targets(chosen, groups)):
+            _out.print(line, highlight=False, soft_wrap=True, markup=False)
         return
     try:
         rows = export_tasks(chosen, out, limit, samples_of)

@@ -22,6 +22,7 @@ import re
 from typing import Any, Callable
 
 from parallelbench.tasks.base import GeneratorParams, Sample, Task
+from parallelbench.userimport import short_error
 
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -103,19 +104,12 @@ def import_scorer_modules(names: str) -> list[str]:
 
 def _import(module_name: str, what: str) -> Any:
     """The user's module (the `userimport` rule), or one line: missing, or failing on import."""
-    from parallelbench.userimport import import_user_module, user_dir  # noqa: PLC0415
+    from parallelbench.userimport import UserCodeError, import_named_module
 
     try:
-        return import_user_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
-            raise TaskSourceError(
-                f"{what}: no module named {module_name!r} in {user_dir()} or among the installed packages; run from "
-                f"the folder that holds {module_name.split('.')[0]}.py, or install it"
-            ) from None
-        raise TaskSourceError(f"{what}: importing {module_name} failed ({_short(exc)})") from None
-    except Exception as exc:  # noqa: BLE001 - the user's module: any error becomes one line
-        raise TaskSourceError(f"{what}: importing {module_name} failed ({_short(exc)})") from None
+        return import_named_module(module_name, what)
+    except UserCodeError as exc:
+        raise TaskSourceError(str(exc)) from None
 
 
 def _looks_like_source(value: Any, module_name: str) -> bool:
@@ -134,7 +128,7 @@ def _tasks_of(spec: str, obj: Any) -> list[Task]:
     try:
         made = obj()
     except Exception as exc:  # noqa: BLE001 - the user's function
-        raise TaskSourceError(f"{spec}() raised {_short(exc)}; it must return a Task or a list of tasks") from None
+        raise TaskSourceError(f"{spec}() raised {short_error(exc)}; it must return a Task or a list of tasks") from None
     if isinstance(made, Task):
         return [made]
     if isinstance(made, (list, tuple)) and made and all(isinstance(t, Task) for t in made):
@@ -214,7 +208,7 @@ class CheckedGenerator:
         except TaskSourceError:
             raise
         except Exception as exc:  # noqa: BLE001 - the user's generator
-            raise TaskSourceError(f"task {task.id!r}: its generator raised {_short(exc)}") from None
+            raise TaskSourceError(f"task {task.id!r}: its generator raised {short_error(exc)}") from None
         return check_samples(task.id, made, {task.id, self.task_id}, self.module_name)
 
 
@@ -229,7 +223,7 @@ class CheckedAnswers:
         try:
             answers = self.fn(sample)
         except Exception as exc:  # noqa: BLE001 - the user's function
-            raise TaskSourceError(f"task {self.task_id!r}: valid_answers raised {_short(exc)} on sample {sample.id!r}") from None
+            raise TaskSourceError(f"task {self.task_id!r}: valid_answers raised {short_error(exc)} on sample {sample.id!r}") from None
         if answers is None:
             return None
         if not isinstance(answers, (list, tuple)) or not all(isinstance(a, str) for a in answers):
@@ -292,16 +286,10 @@ def _check_fields(task_id: str, index: int, s: Sample, ids: set[str], module_nam
         json.dumps(s.data, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise TaskSourceError(f"{where}: field 'data' must hold JSON values (strings, numbers, lists, dicts), "
-                              f"but {_short(exc)}") from None
+                              f"but {short_error(exc)}") from None
     if s.output_format is not None and not isinstance(s.output_format, str):
         raise bad("output_format", "None or a string", s.output_format)
     _check_scorer(task_id, s.scorer, module_name)
-
-
-def _short(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    text = text if len(text) <= 200 else text[:197] + "..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def source_fingerprint(spec: str) -> str:

@@ -30,12 +30,14 @@ class ApdOptions(DecodeOptions):
 
 
 def load_verifier(path: str) -> Any:
-    from parallelbench.userimport import load_user_attr
+    from parallelbench.userimport import UserCodeError, load_named
 
+    if ":" not in path.strip(":") :
+        raise ValueError(f"APD verifier {path!r} is not of the form module:factory (e.g. my_models:verifier)")
     try:
-        factory = load_user_attr(path)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ValueError(f"cannot load APD verifier {path!r} ({exc}); use 'package.module:factory'") from exc
+        factory = load_named(path, f"cannot load APD verifier {path!r}", "functions", callable)
+    except UserCodeError as exc:
+        raise ValueError(str(exc)) from None
     return factory()
 
 

@@ -41,6 +41,7 @@ EDIT_RULES = ("gain", "confidence")
 
 @register_strategy("edit-threshold")
 class EditThreshold(Strategy):
+    rewrites = True  # edits / remasks written tokens: the engine keeps the repair record
     Options = EditThresholdOptions
     reads_decision_confidence = True
     focus = "candidates"  # x0 / confidence for the commits; the edits read their own positions

@@ -105,6 +105,7 @@ def shadow_forward(model, canvas, attention_mask, rows, verify, prompt_length) -
 
 @register_strategy("wino")
 class Wino(Strategy):
+    rewrites = True  # edits / remasks written tokens: the engine keeps the repair record
     Options = WinoOptions
     supports_block_causal = False
     focus = "candidates"

@@ -26,7 +26,8 @@ def load(arg: str, **options: Any):
     """Load `hf:<arg>`; every user error is one `HFModelError` line (a `ModelSpecError`)."""
     from parallelbench.models.hf.checkpoint import resolve
     from parallelbench.models.hf.detect import FAMILIES, FAMILY_NAMES, detect_family, estimate_parameters, native_family
-    from parallelbench.models.hf.options import compile_refused, parse_options, resolve_device, resolve_dtype
+    from parallelbench.models.hf.options import (DELAYED_CACHE_FAMILIES, compile_refused, parse_options,
+                                                 resolve_device, resolve_dtype)
 
     opts = parse_options(options)
     try:
@@ -43,6 +44,12 @@ def load(arg: str, **options: Any):
         )
     if opts.compile and family not in ("llada", "dream", "sdar", "llada2"):
         raise compile_refused(f"hf:{arg}", f"a {FAMILY_NAMES[family]} model")
+    if opts.cache == "delayed" and family not in DELAYED_CACHE_FAMILIES:
+        raise HFModelError(
+            f"'hf:{arg}': cache=delayed (d3LLM's delayed prefix cache, for --strategy multi-block) exists for the "
+            f"native LLaDA and Dream families only, and this is a {FAMILY_NAMES.get(family, family)} checkpoint; "
+            "use cache=none" + (" or cache=block" if family in ("sdar", "llada2") else "")
+        )
     if opts.medusa and family != "causal":
         raise HFModelError(
             f"--model-opt medusa=... needs an autoregressive (causal) model; 'hf:{arg}' is a {family} model"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from parallelbench.models.hf.checkpoint import Checkpoint
 from parallelbench.models.hf.errors import HFModelError
@@ -35,11 +37,27 @@ def load_weights(
     if revision:
         kwargs["revision"] = revision
     try:
-        model = auto_class.from_pretrained(ckpt.source, **kwargs)
+        with progress_bars(sys.stderr.isatty()):  # a log gets no "Loading weights" bar glued to its next line
+            model = auto_class.from_pretrained(ckpt.source, **kwargs)
     except Exception as exc:  # noqa: BLE001
         hint = "" if trust_remote_code else "; if the checkpoint ships its own code add --model-opt trust_remote_code=true"
         raise HFModelError(f"cannot load the weights of 'hf:{ckpt.label}' ({_short(exc)}){hint}") from None
     return model.to(device).eval()
+
+
+@contextmanager
+def progress_bars(enabled: bool) -> Iterator[None]:
+    """transformers' progress bars on or off for a block (restored after)."""
+    from transformers.utils import logging as hf_logging
+
+    before = hf_logging.is_progress_bar_enabled()
+    if not enabled:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if before and not enabled:
+            hf_logging.enable_progress_bar()
 
 
 def _short(exc: Exception) -> str:

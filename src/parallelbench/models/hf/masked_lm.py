@@ -30,6 +30,7 @@ import torch
 
 from parallelbench.models.hf.net import HFDiffusionNet
 from parallelbench.models.hf.tokenizer import HFChatTokenizer
+from parallelbench.models.protocols import ModelInputError
 
 
 class MaskedLMNet(HFDiffusionNet):
@@ -51,7 +52,7 @@ class MaskedLMNet(HFDiffusionNet):
     def full_logits(self, canvas: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         longest = int(attention_mask.long().sum(-1).max()) if canvas.numel() else 0
         if self.max_length is not None and longest > self.max_length:
-            raise ValueError(
+            raise ModelInputError(
                 f"a prompt plus its answer region is {longest} tokens, more than the model's {self.max_length} "
                 "positions (max_position_embeddings); give the task fewer new tokens or use a shorter prompt"
             )

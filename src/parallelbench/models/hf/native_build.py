@@ -139,5 +139,7 @@ def build_native(ckpt: Checkpoint, opts: Any, *, device: str, dtype: Any, name: 
     else:
         from parallelbench.models.native.net import NativeDiffusionNet
 
-        net = NativeDiffusionNet(module, compile=bool(opts.compile), **common)
+        delayed = {} if opts.cache != "delayed" else {
+            "cache_delay": 2 if opts.cache_delay is None else opts.cache_delay, "refresh_interval": opts.refresh_interval}
+        net = NativeDiffusionNet(module, compile=bool(opts.compile), **common, **delayed)
     return HFDiffusionTextModel(net, HFChatTokenizer(tokenizer, stops), name, batch_size=opts.batch_size)

@@ -12,14 +12,15 @@ from typing import Any
 
 from parallelbench.models.hf.errors import HFModelError
 
-CACHE_MODES = ("none", "prefix", "dual", "block")
+CACHE_MODES = ("none", "prefix", "dual", "block", "delayed")
+DELAYED_CACHE_FAMILIES = ("llada", "dream")  # the native nets with d3LLM's delayed prefix cache
 
 
 @dataclass
 class HFOptions:
     device: str | None = None  # cuda / cuda:1 / cpu / mps; default cuda when available, else cpu
     dtype: str | None = None  # bfloat16 / float16 / float32; default bf16 on GPU, fp32 on CPU
-    cache: str | None = None  # KV cache: none, prefix or dual (Fast-dLLM; LLaDA, Dream), block (exact; SDAR, LLaDA 2); default none (DiffusionGemma prefix)
+    cache: str | None = None  # KV cache: none, prefix or dual (Fast-dLLM; LLaDA, Dream), block (exact; SDAR, LLaDA 2), delayed (d3LLM, with multi-block; LLaDA, Dream); default none (DiffusionGemma prefix)
     batch_size: int = 8  # samples per forward batch
     trust_remote_code: bool | None = None  # run the checkpoint's own code: only if true and no native family
     force: bool = False  # run a large model on CPU anyway
@@ -33,10 +34,22 @@ class HFOptions:
     # dLLMs: end-of-turn ids (<|eot_id|>, <|im_end|>) merged into EOS (one end token); false keeps the
     # checkpoint's own logits, as the families' reference generate() sees them
     merge_stops: bool = False  # LLaDA / Dream: merge end-of-turn ids into EOS (off: the checkpoint's own logits)
+    cache_delay: int | None = None  # cache=delayed: calls a finished block waits before it enters the cache (default 2)
+    refresh_interval: int | None = None  # cache=delayed: also refresh the cache at every M-th call (default never)
 
     def __post_init__(self) -> None:
         if self.cache is not None and self.cache not in CACHE_MODES:
             raise HFModelError(f"model option cache={self.cache!r} is invalid: use one of {', '.join(CACHE_MODES)}")
+        for name in ("cache_delay", "refresh_interval"):
+            if getattr(self, name) is not None and self.cache != "delayed":
+                raise HFModelError(f"model option {name} applies to cache=delayed only (d3LLM's delayed prefix cache); "
+                                   f"add --model-opt cache=delayed or drop {name}")
+        if self.cache_delay is not None and self.cache_delay < 0:
+            raise HFModelError(f"model option cache_delay={self.cache_delay} is invalid: use an integer >= 0 "
+                               "(calls a finished block waits before it enters the cache)")
+        if self.refresh_interval is not None and self.refresh_interval < 1:
+            raise HFModelError(f"model option refresh_interval={self.refresh_interval} is invalid: use an integer "
+                               ">= 1 (refresh the cache every M calls), or leave it out (never)")
         if self.batch_size < 1:
             raise HFModelError(f"model option batch_size={self.batch_size} is invalid: use an integer >= 1")
         if self.dtype is not None and self.dtype not in ("bfloat16", "float16", "float32", "bf16", "fp16", "fp32"):
@@ -81,7 +94,8 @@ def _coerce(name: str, kind: type, value: Any) -> Any:
 
 _KINDS = {"device": str, "dtype": str, "cache": str, "batch_size": int, "trust_remote_code": bool, "force": bool,
           "family": str, "revision": str, "self_conditioning": bool, "max_cpu_params": float,
-          "medusa": str, "compile": bool, "adapter": str, "merge_stops": bool}
+          "medusa": str, "compile": bool, "adapter": str, "merge_stops": bool, "cache_delay": int,
+          "refresh_interval": int}
 
 
 # Whether each option can change outputs (a row's provenance holds those that can). Device,

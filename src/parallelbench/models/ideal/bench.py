@@ -213,6 +213,8 @@ def _template(sample: "Sample", tok: Any, answers: list[list[int]]) -> list[int]
 
 
 def _generation(res: Any, tok: Any, wall_time: float) -> Generation:
+    from parallelbench.models.diffusion import repair_text
+
     tokens = list(res.tokens)
     end = tokens.index(tok.eos_id) if tok.eos_id in tokens else len(tokens)
     return Generation(
@@ -223,7 +225,8 @@ def _generation(res: Any, tok: Any, wall_time: float) -> Generation:
         token_texts=tok.token_texts(tokens[:end]),
         num_tokens=int(res.num_committed),
         wall_time=wall_time,
-        extra={"pad_order": list(res.order[end:])},  # for the whole-generation order metrics
+        # pad_order: for the whole-generation order metrics; the repair record of editing strategies
+        extra={"pad_order": list(res.order[end:]), **res.extra, **repair_text(res.extra, tokens, end, tok.eos_id, tok.decode)},
     )
 
 

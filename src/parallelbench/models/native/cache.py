@@ -194,9 +194,9 @@ class RowBlockCache:
         identity = b == st.cap and not st.irregular
         if identity:
             torch._assert_async((rows == st.slot_rows).all())
-        span_raw = self.model.forward_window(
-            canvas[:, s:e], None if attention_mask is None else attention_mask, positions[:, s:e],
-            st.keys, st.values, None if identity else f.slots, own[:, s:e], f.refresh, s, bool(refresh_any))
+        keep = f.refresh[:, None].expand(b, length) if refresh_any else None  # refreshed rows keep every column
+        span_raw = self.model.forward_window(canvas[:, s:e], attention_mask, positions[:, s:e], st.keys, st.values,
+                                             None if identity else f.slots, own[:, s:e], keep, s)
         if first:
             raw = span_raw
         else:
@@ -213,11 +213,11 @@ class RowBlockCache:
         return raw
 
 
-def window_kv(buf: torch.Tensor, slots: torch.Tensor | None, fresh: torch.Tensor, own: torch.Tensor, s: int,
-              refresh: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Keys (or values) a window pass attends to: each row's stored ones [b, H, L, D], with the
-    fresh `fresh` [b, H, e - s, D] at its own columns of [s, s + width). Returns (those, saved)
-    where `saved` is what the caller must put back with `restore_kv` (identity rows work in place)."""
+def window_kv(buf: torch.Tensor, slots: torch.Tensor | None, fresh: torch.Tensor, own: torch.Tensor,
+              s: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Keys (or values) a window pass attends to: each row's stored ones [b, H, L, D] (`buf[slots]`;
+    slots None: rows 0..b-1 of `buf`, worked on in place), with the fresh `fresh` [b, H, W, D] at
+    its `own` [b, W] columns of [s, s + W). Returns (those, what `restore_kv` must put back)."""
     width = fresh.shape[2]
     sel = own[:, None, :, None]
     if slots is None:  # the session's rows, in order: write into the buffer, restore after attention
@@ -233,12 +233,14 @@ def window_kv(buf: torch.Tensor, slots: torch.Tensor | None, fresh: torch.Tensor
 
 
 def restore_kv(buf: torch.Tensor, slots: torch.Tensor | None, fresh: torch.Tensor, s: int, saved: torch.Tensor | None,
-               refresh: torch.Tensor, store: bool) -> None:
-    """After a layer's attention: put back what `window_kv` overwrote, except the keys/values of
-    refreshed rows in a refresh pass (`store`), which become the row's cache."""
-    r = refresh[:, None, None, None]
+               keep: torch.Tensor | None) -> None:
+    """After a layer's attention: put back what `window_kv` overwrote, except at the columns `keep`
+    [b, W] marks (None: none), whose fresh keys/values the buffer keeps from now on."""
+    width = fresh.shape[2]
     if slots is None:
-        window = buf.narrow(0, 0, fresh.shape[0]).narrow(2, s, fresh.shape[2])
-        window.copy_(torch.where(r, fresh.to(buf.dtype), saved) if store else saved)
-    elif store:
-        buf.index_copy_(0, slots, torch.where(r, fresh.to(buf.dtype), buf.index_select(0, slots)))
+        window = buf.narrow(0, 0, fresh.shape[0]).narrow(2, s, width)
+        window.copy_(saved if keep is None else torch.where(keep[:, None, :, None], fresh.to(buf.dtype), saved))
+    elif keep is not None:
+        window = buf.narrow(2, s, width)
+        old = window.index_select(0, slots)
+        window.index_copy_(0, slots, torch.where(keep[:, None, :, None], fresh.to(buf.dtype), old))

@@ -276,18 +276,18 @@ class DiffusionTransformer(nn.Module):
 
     def forward_window(self, ids: torch.Tensor, attention_mask: torch.Tensor | None, position_ids: torch.Tensor,
                        keys: list[torch.Tensor], values: list[torch.Tensor], slots: torch.Tensor | None,
-                       own: torch.Tensor, refresh: torch.Tensor, start: int, store: bool) -> torch.Tensor:
-        """Raw logits [b, W, out_size] of canvas columns [start, start + W) under the per-row cache.
+                       own: torch.Tensor, keep: torch.Tensor | None, start: int) -> torch.Tensor:
+        """Raw logits [b, W, out_size] of canvas columns [start, start + W) under a per-row cache
+        (the prefix/dual cache, `cache.py`; the delayed prefix cache, `delayed_cache.py`).
 
         Each row attends to all L columns: its stored keys/values (`keys[l][slots]`; slots None:
         rows 0..b-1 of the buffers) except at its `own` [b, W] columns, where the fresh ones are
-        used. `attention_mask` [b, L] masks pad keys. With `store` (a refresh pass over all L
-        columns), the rows marked in `refresh` [b] keep their fresh keys/values in the buffers.
+        used. `attention_mask` [b, L] masks pad keys (None: no padding). Afterwards the buffers
+        keep the fresh keys/values at the `keep` [b, W] columns (None: none).
         """
         if attention_mask is not None:
             attention_mask = attention_mask.bool()
-        return self._call("_run_window", ids, attention_mask, position_ids, keys, values, slots, own, refresh,
-                          start, store)
+        return self._call("_run_window", ids, attention_mask, position_ids, keys, values, slots, own, keep, start)
 
     def forward_cached(self, ids: torch.Tensor, kv: BlockKV, rows: torch.Tensor, start: int,
                        position_ids: torch.Tensor, attention_bias: torch.Tensor,
@@ -327,16 +327,16 @@ class DiffusionTransformer(nn.Module):
             x = layer.mlp(x, attend(q, k, v, mask))
         return self._logits(x)
 
-    def _run_window(self, ids, attention_mask, position_ids, keys, values, slots, own, refresh, start, store):
+    def _run_window(self, ids, attention_mask, position_ids, keys, values, slots, own, keep, start):
         x, cos, sin = self._start(ids, position_ids)
         mask = None if attention_mask is None else attention_mask[:, None, None, :]
         for i, layer in enumerate(self.layers):
             q, k, v = layer.qkv(x, cos, sin)
-            all_k, saved_k = window_kv(keys[i], slots, k, own, start, refresh)
-            all_v, saved_v = window_kv(values[i], slots, v, own, start, refresh)
+            all_k, saved_k = window_kv(keys[i], slots, k, own, start)
+            all_v, saved_v = window_kv(values[i], slots, v, own, start)
             att = attend(q, all_k, all_v, mask)
-            restore_kv(keys[i], slots, k, start, saved_k, refresh, store)
-            restore_kv(values[i], slots, v, start, saved_v, refresh, store)
+            restore_kv(keys[i], slots, k, start, saved_k, keep)
+            restore_kv(values[i], slots, v, start, saved_v, keep)
             x = layer.mlp(x, att)
         return self._logits(x)
 

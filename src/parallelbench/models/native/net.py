@@ -12,6 +12,8 @@ native module makes possible:
 - per-row prefix and dual caches (`cache.RowBlockCache`), batch-invariant by construction,
   with their bookkeeping on the device: a decoding loop that calls `host_plan` after its step
   and hands the values back with `set_host_plan` gets a forward that reads nothing on the host;
+- d3LLM's delayed prefix cache (`delayed_cache.DelayedPrefixCache`, cache=delayed), used by calls
+  that carry a multi-block decode's `block_progress`;
 - `compile=true`: every forward compiled whole (`DiffusionTransformer.enable_compile`).
 """
 
@@ -23,9 +25,10 @@ import torch
 
 from parallelbench.models.hf.net import HFDiffusionNet, merge_stop_logits
 from parallelbench.models.native.cache import RowBlockCache
+from parallelbench.models.native.delayed_cache import DelayedPrefixCache
 from parallelbench.models.native.layers import default_positions
 
-CACHE_MODES = ("prefix", "dual")
+CACHE_MODES = ("prefix", "dual", "delayed")
 
 
 class NativeDiffusionNet(HFDiffusionNet):
@@ -34,9 +37,10 @@ class NativeDiffusionNet(HFDiffusionNet):
 
     def __init__(self, model: torch.nn.Module, *, mask_id: int, eos_id: int, vocab_size: int,
                  stop_ids: Sequence[int] = (), pad_id: int | None = None, cache: str = "none",
-                 source: str = "", compile: bool = False):
+                 source: str = "", compile: bool = False, cache_delay: int = 2,
+                 refresh_interval: int | None = None):
         if cache not in ("none", *CACHE_MODES):
-            raise ValueError(f"cache={cache!r} is invalid: use none, prefix or dual")
+            raise ValueError(f"cache={cache!r} is invalid: use none, prefix, dual or delayed")
         super().__init__(model, mask_id=mask_id, eos_id=eos_id, vocab_size=vocab_size, stop_ids=stop_ids,
                          pad_id=pad_id, cache="none")
         self.family = getattr(model, "family", "native")
@@ -51,19 +55,24 @@ class NativeDiffusionNet(HFDiffusionNet):
         self.compiled = bool(compile)
         if compile:
             model.enable_compile()
-        self._row_cache = None if cache == "none" else RowBlockCache(model, cache, mask_id=self.mask_id,
-                                                                       shift=self.logit_shift)
+        self._row_cache = None if cache in ("none", "delayed") else RowBlockCache(
+            model, cache, mask_id=self.mask_id, shift=self.logit_shift)
+        self._delayed = None if cache != "delayed" else DelayedPrefixCache(
+            model, delay=cache_delay, refresh_interval=refresh_interval)
         self._plan: tuple[int, list[int]] | None = None  # (rows, values) of `set_host_plan`, for the next call
 
     @torch.no_grad()
     def forward(self, canvas: torch.Tensor, *, attention_mask: torch.Tensor | None = None,
                 rows: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                attention_bias: torch.Tensor | None = None) -> torch.Tensor:
+                attention_bias: torch.Tensor | None = None, block_progress=None) -> torch.Tensor:
         if attention_mask is not None:
             attention_mask = attention_mask.bool()
         if rows is None:
             rows = torch.arange(canvas.shape[0], device=canvas.device)
         positions = default_positions(attention_mask, canvas) if position_ids is None else position_ids
+        if self._delayed is not None and block_progress is not None and attention_bias is None and position_ids is None:
+            raw, first = self._delayed.forward(canvas, attention_mask, positions, rows, block_progress)
+            return self._finish(raw, attention_mask, first)
         session = self.session_info
         plan, self._plan = self._plan, None
         if self._row_cache is not None and session is not None and attention_bias is None and position_ids is None:
@@ -89,10 +98,10 @@ class NativeDiffusionNet(HFDiffusionNet):
 
     __call__ = forward
 
-    def _finish(self, raw: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def _finish(self, raw: torch.Tensor, attention_mask: torch.Tensor, first: torch.Tensor | None = None) -> torch.Tensor:
         logits = raw[..., : self.vocab_size]
         if self.logit_shift:
-            logits = shift_per_row(logits, attention_mask, self.logit_shift)
+            logits = shift_per_row(logits, attention_mask, self.logit_shift, first)
         if logits.data_ptr() == raw.data_ptr() and not self.merge_ids:
             logits = logits.clone()  # never hand out the cache's own buffer
         if self.merge_ids:
@@ -101,11 +110,13 @@ class NativeDiffusionNet(HFDiffusionNet):
 
     def reset(self) -> None:
         self._plan = None
-        if self._row_cache is not None:
-            self._row_cache.reset()
+        for cache in (self._row_cache, self._delayed):
+            if cache is not None:
+                cache.reset()
 
     def cache_refreshes(self) -> dict[int, int]:
-        return self._row_cache.refreshes if self._row_cache is not None else {}
+        cache = self._row_cache or self._delayed
+        return dict(cache.refreshes) if cache is not None else {}
 
     def versions(self) -> dict[str, Any]:
         out = {"torch": torch.__version__, "native_family": self.family, "kv_cache": self.cache_mode,
@@ -114,16 +125,20 @@ class NativeDiffusionNet(HFDiffusionNet):
             out["checkpoint"] = self.source
         if self.compiled:
             out["compile"] = "true"
+        if self._delayed is not None:
+            out.update(cache_delay=str(self._delayed.delay), refresh_interval=str(self._delayed.interval))
         return out
 
 
-def shift_per_row(logits: torch.Tensor, attention_mask: torch.Tensor | None, shift: int = 1) -> torch.Tensor:
+def shift_per_row(logits: torch.Tensor, attention_mask: torch.Tensor | None, shift: int = 1,
+                  first: torch.Tensor | None = None) -> torch.Tensor:
     """Logit at position i taken from i - shift, never from before the row's first real token
-    (which repeats itself), so left padding changes nothing."""
+    (which repeats itself), so left padding changes nothing; `first` [b] overrides that column
+    (the first column a cached call computed)."""
     b, length, v = logits.shape
-    if attention_mask is None:
+    if first is None and attention_mask is None:
         first = torch.zeros(b, dtype=torch.long, device=logits.device)
-    else:
+    elif first is None:
         first = torch.argmax(attention_mask.int(), dim=1)  # index of each row's first real token
     src = torch.arange(length, device=logits.device).unsqueeze(0) - shift
     src = torch.maximum(src, first.unsqueeze(1)).clamp(max=length - 1)

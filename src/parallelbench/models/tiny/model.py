@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from parallelbench.models.protocols import ModelInputError
+
 
 @dataclass
 class TinyConfig:
@@ -220,7 +222,7 @@ class TinyDenoiser(nn.Module):
         else:
             pos = position_ids.to(self.device).long()
         if int(pos.max()) >= self.cfg.max_len:
-            raise ValueError(
+            raise ModelInputError(
                 f"sequence of {int(pos.max()) + 1} tokens exceeds the tiny model's "
                 f"max_len {self.cfg.max_len}; shorten the prompt or the generation length"
             )

@@ -1,0 +1,122 @@
+"""Repair bookkeeping: what a decode did to tokens it had already written.
+
+Strategies that can change a written token (token-to-token edits, remasking) report per
+row, in `DecodeResult.extra` (CONTRACTS.md, "Repair bookkeeping"):
+
+- "edits": slots whose token after a step differs from the last token they held before it
+  (one per slot per step; a slot masked again and re-committed with another token counts
+  one, with the same token none);
+- "inserts" / "deletes": insert and delete operations (0 on the canvas loop, which has none);
+- "unmask_tokens": the answer when the last ORIGINAL mask (a mask present when bookkeeping
+  began; masks a remask introduces are not original) was filled: the region after that
+  step's commits (and `stop_at_eos` fill), before its edits and remasks (a slot masked again
+  earlier and not yet refilled shows the last token it held): the answer before any edit
+  that came after it;
+- "first_tokens": per slot, the first token ever committed into it (EOS where only the
+  `stop_at_eos` fill wrote it; -1 where a template pre-filled it).
+
+The log starts when the first decision that can change a written token arrives (a
+`Decision` with `edit` or `remask`), so strategies that never edit pay nothing. Starting
+late is exact: until then no written token changed, so the current tokens are the first
+ones and every mask still present is original. Rows finished before the start never
+changed a token either; `backfill` gives them their final tokens as both snapshots.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import torch
+
+REPAIR_KEYS = ("edits", "inserts", "deletes", "unmask_tokens", "first_tokens")
+
+
+class RepairLog:
+    """Per-row repair record of the rows still decoding (dim 0 follows the loop's live rows)."""
+
+    def __init__(self, gen: torch.Tensor, masked: torch.Tensor, editable: torch.Tensor, mask_id: int):
+        """Start from the region `gen` [b, G] before a step, with `masked` still to fill."""
+        written = editable & ~masked
+        self.mask_id = mask_id
+        self.first = torch.where(written, gen, torch.full_like(gen, -1))
+        self.last = self.first.clone()  # the last token each slot held (-1: never written)
+        self.original = masked.clone()  # original masks not filled yet
+        self.pending = masked.any(dim=1)  # rows whose unmask snapshot is still to come
+        self.unmask = gen.clone()  # final for rows not pending; overwritten when they stop pending
+        self.edits = torch.zeros(gen.shape[0], dtype=torch.long, device=gen.device)
+
+    def keep(self, keep: torch.Tensor) -> None:
+        """Drop the rows that finished (`keep` [b] bool, as the loop does with its own tensors)."""
+        self.first, self.last, self.original = self.first[keep], self.last[keep], self.original[keep]
+        self.pending, self.unmask, self.edits = self.pending[keep], self.unmask[keep], self.edits[keep]
+
+    def update(self, drafted: torch.Tensor, gen: torch.Tensor, masked: torch.Tensor, editable: torch.Tensor,
+               fill: torch.Tensor | None = None) -> None:
+        """After a step. `drafted`: the region after the step's commits, before its edits and
+        remasks; `gen` / `masked`: the region and its masks after the whole step; `fill`: slots
+        the loop set to EOS after a row's first EOS (`stop_at_eos`), which are never edits.
+        A step's commits and edits touch different slots, so each slot changes at most once."""
+        holes = drafted == self.mask_id
+        drafted_w = editable & ~holes
+        recommit = drafted_w & (self.last >= 0) & (drafted != self.last)  # re-filled with another token
+        last = torch.where(drafted_w, drafted, self.last)
+        first = torch.where(drafted_w & (self.first < 0), drafted, self.first)
+        written = editable & ~masked
+        rewritten = written & (gen != last)  # token-to-token edits
+        snapshot = torch.where(holes & editable, last, drafted)
+        if fill is not None:
+            rewritten = rewritten & ~fill
+            first = torch.where(written & (first < 0), gen, first)  # masks the fill wrote
+            holes = holes & ~fill
+            snapshot = torch.where(fill, gen, snapshot)
+        self.edits = self.edits + (recommit | rewritten).sum(dim=1)
+        self.first = first
+        self.original = self.original & holes
+        now = self.pending & ~self.original.any(dim=1)
+        self.unmask = torch.where(now.unsqueeze(1), snapshot, self.unmask)
+        self.pending = self.pending & ~now
+        self.last = torch.where(written, gen, last)
+
+    def finish(self, done: torch.Tensor, idx: torch.Tensor, out: dict[str, torch.Tensor], n_rows: int) -> None:
+        """Write rows `done` (live-row mask) into the per-call outputs at original rows `idx`."""
+        _put(out, n_rows, idx, self.edits[done], torch.zeros_like(self.edits[done]), self.unmask[done],
+             self.first[done])
+
+    @staticmethod
+    def backfill(idx: torch.Tensor, tokens: torch.Tensor, editable: torch.Tensor,
+                 out: dict[str, torch.Tensor], n_rows: int) -> None:
+        """Rows `idx` that finished before the log began: nothing changed, final = unmask = first."""
+        zeros = torch.zeros(idx.shape[0], dtype=torch.long)
+        _put(out, n_rows, idx, zeros, zeros, tokens, torch.where(editable, tokens, torch.full_like(tokens, -1)))
+
+
+def _put(out: dict[str, torch.Tensor], n_rows: int, idx: torch.Tensor, edits: torch.Tensor, zeros: torch.Tensor,
+         unmask: torch.Tensor, first: torch.Tensor) -> None:
+    idx = idx.cpu()
+    g = unmask.shape[1]
+    for key, val in (("edits", edits), ("inserts", zeros), ("deletes", zeros)):
+        out.setdefault(key, torch.zeros(n_rows, dtype=torch.long))[idx] = val.cpu()
+    for key, val in (("unmask_tokens", unmask), ("first_tokens", first)):
+        out.setdefault(key, torch.zeros((n_rows, g), dtype=torch.long))[idx] = val.cpu()
+
+
+def finished_rows(live: torch.Tensor, n_rows: int) -> torch.Tensor:
+    """Original row indices not among `live` (the rows that finished already)."""
+    gone = torch.ones(n_rows, dtype=torch.bool)
+    gone[live.cpu()] = False
+    return gone.nonzero().squeeze(1)
+
+
+@lru_cache(maxsize=None)
+def strategy_rewrites(name: str) -> bool | None:
+    """Whether the strategy `name` (a preset or "module:Class") can change a written token
+    (`Strategy.rewrites`); None when it cannot be loaded here."""
+    from parallelbench.decoding.strategy import strategy_class
+
+    try:
+        return bool(getattr(strategy_class(name), "rewrites", False))
+    except (ValueError, ImportError, AttributeError):
+        return None
+
+
+__all__ = ["REPAIR_KEYS", "RepairLog", "finished_rows", "strategy_rewrites"]

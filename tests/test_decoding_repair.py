@@ -1,0 +1,215 @@
+"""Issue 32 item 4, engine side: the repair bookkeeping of the canvas loop (CONTRACTS.md).
+
+The keys are checked against an independent reading of the decode's own history (every
+snapshot of the region): first tokens, token-to-token changes, and the snapshot at which
+the last original mask was filled.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from parallelbench.decoding import build_strategy, decode
+from parallelbench.decoding.remasking import ReMDM
+from parallelbench.decoding.repair import REPAIR_KEYS
+
+from edit_threshold_reference import MixerNet
+
+MASK = MixerNet.mask_id
+EDITING = {
+    "edit-threshold": {"threshold": 0.3, "edit_threshold": 0.05, "post_steps": 2},
+    "edit-threshold-blocks": {"threshold": 0.3, "edit_threshold": 0.05, "block_length": 4, "post_steps": 2},
+    "remdm": {"k": 2, "remask_steps": 3, "remask_k": 2},
+    "rcr": {"k": 1},
+    "wino": {"wide_threshold": 0.3, "narrow_threshold": 0.95, "shadow": "off"},
+}
+
+
+SCALE = {"wino": 2.0}  # logit scale of the mixer net at which each strategy rewrites something
+
+
+def strategy(name: str):
+    return build_strategy(name.replace("-blocks", ""), **EDITING[name])
+
+
+class Recorder:
+    """Wraps a strategy's step and keeps, per original row, what each step saw and decided."""
+
+    def __init__(self, strategy):
+        self.steps: dict[int, list] = {}
+        inner = strategy.step
+
+        def step(view):
+            d = inner(view)
+            tokens = d.tokens if d.tokens is not None else view.x0
+            for i, r in enumerate(view.rows.tolist()):
+                pick = (lambda x: None if x is None else x[i].tolist())
+                self.steps.setdefault(r, []).append(
+                    (view.canvas[i].tolist(), view.masked[i].tolist(), view.editable[i].tolist(), pick(d.commit),
+                     tokens[i].tolist(), pick(d.edit), pick(d.remask)))
+            return d
+
+        strategy.step = step
+
+
+def replay(steps) -> dict:
+    """The repair keys, slot by slot, from the recorded steps (the engine's rules, written plainly)."""
+    canvas, masked, editable = steps[0][0], steps[0][1], steps[0][2]
+    g = len(canvas)
+    first = [canvas[j] if editable[j] and not masked[j] else -1 for j in range(g)]
+    last = list(first)
+    original = {j for j in range(g) if masked[j]}
+    edits, unmask = 0, (None if original else list(canvas))
+    for canvas, masked, editable, commit, tokens, edit, remask in steps:
+        drafted = [tokens[j] if commit[j] and masked[j] else canvas[j] for j in range(g)]
+        for j in range(g):
+            if commit[j] and masked[j]:
+                edits += last[j] >= 0 and drafted[j] != last[j]
+                first[j] = drafted[j] if first[j] < 0 else first[j]
+                last[j] = drafted[j]
+                original.discard(j)
+        if unmask is None and not original:
+            unmask = [drafted[j] if drafted[j] != MASK else last[j] for j in range(g)]
+        for j in range(g):
+            if edit is not None and edit[j] and not masked[j] and editable[j] and tokens[j] != last[j]:
+                edits += 1
+                last[j] = tokens[j]
+    return {"edits": edits, "first_tokens": first, "unmask_tokens": unmask}
+
+
+def prompts(n: int, same_length: bool = False) -> list[list[int]]:
+    """Random prompts (of one length when the test compares rows alone with the batch: the mixer
+    net averages over the whole canvas, left padding included)."""
+    gen = torch.Generator().manual_seed(5)
+    return [torch.randint(2, 40, (4 if same_length else 3 + i % 4,), generator=gen).tolist() for i in range(n)]
+
+
+@pytest.mark.parametrize("name", sorted(EDITING))
+def test_repair_keys_agree_with_a_plain_replay_of_the_steps(name):
+    net = MixerNet(vocab=40, seed=3, scale=SCALE.get(name, 4.0))
+    g = 8
+    s = strategy(name)
+    rec = Recorder(s)
+    results = decode(net, prompts(6), gen_length=g, strategy=s, seed=1)
+    changed = 0
+    for i, r in enumerate(results):
+        assert set(REPAIR_KEYS) <= set(r.extra)
+        want = replay(rec.steps[i])
+        assert r.extra["edits"] == want["edits"]
+        assert r.extra["first_tokens"] == want["first_tokens"]
+        assert r.extra["unmask_tokens"] == want["unmask_tokens"]
+        assert r.extra["inserts"] == 0 and r.extra["deletes"] == 0  # the canvas loop neither inserts nor deletes
+        assert all(isinstance(t, int) for t in r.extra["unmask_tokens"] + r.extra["first_tokens"])
+        changed += r.extra["edits"]
+    assert changed > 0, f"{name} made no edit: the test proves nothing"
+
+
+@pytest.mark.parametrize("name", sorted(EDITING))
+def test_repair_keys_do_not_depend_on_the_batch(name):
+    net = MixerNet(vocab=40, seed=3, scale=SCALE.get(name, 4.0))
+    ps = prompts(5, same_length=True)
+    batched = decode(net, ps, gen_length=8, strategy=strategy(name), seed=2)
+    for i, p in enumerate(ps):
+        alone = decode(net, [p], gen_length=8, strategy=strategy(name), seed=2 + i)[0]
+        assert {k: alone.extra[k] for k in REPAIR_KEYS} == {k: batched[i].extra[k] for k in REPAIR_KEYS}
+
+
+@pytest.mark.parametrize("name,params", [("confidence-topk", {"k": 2}), ("confidence-threshold", {"threshold": 0.5}),
+                                         ("random", {"k": 3})])
+def test_strategies_that_never_edit_leave_the_keys_out(name, params):
+    net = MixerNet(vocab=40, seed=3, scale=4.0)
+    for r in decode(net, prompts(3), gen_length=8, strategy=build_strategy(name, **params)):
+        assert not set(REPAIR_KEYS) & set(r.extra)
+
+
+class UndeclaredRemdm(ReMDM):
+    """A strategy of one's own that remasks without declaring `rewrites`."""
+
+    rewrites = False
+
+
+@pytest.mark.parametrize("cls", [ReMDM, UndeclaredRemdm])
+def test_rows_finished_before_the_record_began_get_their_final_tokens(cls):
+    """Undeclared, the record begins at the first revision step; either way a row a template
+    filled completely (finished before any step) gets the keys from its final tokens, and
+    template slots are -1."""
+    net = MixerNet(vocab=40, seed=3, scale=4.0)
+    full = [7, 8, 9, 10, 11, 12]
+    partial = [7, MASK, 9, MASK, MASK, MASK]
+    s = cls(k=2, remask_steps=2)
+    rec = Recorder(s)
+    res = decode(net, prompts(2), gen_length=6, strategy=s, template=[full, partial], seed=0)
+    assert res[0].extra["unmask_tokens"] == full and res[0].extra["first_tokens"] == [-1] * 6
+    assert res[0].extra["edits"] == 0 and res[0].nfe == 0
+    first = res[1].extra["first_tokens"]
+    assert first[0] == -1 and first[2] == -1 and all(t >= 0 for j, t in enumerate(first) if partial[j] == MASK)
+    want = replay(rec.steps[1])
+    assert res[1].extra["unmask_tokens"] == want["unmask_tokens"] and res[1].extra["edits"] == want["edits"]
+
+
+def test_an_edit_threshold_rewrite_is_one_edit_and_the_unmask_snapshot_is_before_it():
+    """Hand-made logits: both slots drafted at step 0 (A, B), slot 0 rewritten to C at step 1."""
+    A, B, C, V = 4, 5, 6, 8
+
+    class Scripted:
+        mask_id, eos_id, vocab_size = 0, 1, V
+
+        def forward(self, canvas, *, attention_mask=None, rows=None):
+            out = torch.full((canvas.shape[0], canvas.shape[1], V), -10.0)
+            for r in range(canvas.shape[0]):
+                gen = canvas[r, -2:].tolist()
+                settled = MASK not in gen
+                out[r, -2, C if settled else A] = 10.0
+                out[r, -1, B] = 10.0
+            return out
+
+    r = decode(Scripted(), [[3]], gen_length=2, strategy=build_strategy(
+        "edit-threshold", threshold=0.5, edit_threshold=0.5, post_steps=1))[0]
+    assert r.tokens == [C, B] and r.extra["edits"] == 1
+    assert r.extra["unmask_tokens"] == [A, B] and r.extra["first_tokens"] == [A, B]
+
+
+class Fixed:
+    """Every slot's prediction is fixed: `table[j]` is slot j's token while the whole region is
+    masked, `settled[j]` (default the same) once anything is written."""
+
+    mask_id, eos_id, vocab_size = 0, 1, 8
+
+    def __init__(self, table, settled=None):
+        self.table, self.settled = table, settled or table
+
+    def forward(self, canvas, *, attention_mask=None, rows=None):
+        g = len(self.table)
+        out = torch.full((canvas.shape[0], canvas.shape[1], 8), -10.0)
+        for r in range(canvas.shape[0]):
+            use = self.table if set(canvas[r, -g:].tolist()) == {MASK} else self.settled
+            for j, tok in enumerate(use):
+                out[r, canvas.shape[1] - g + j, tok] = 10.0
+        return out
+
+
+def test_the_eos_fill_of_stop_at_eos_is_no_edit():
+    """All three slots drafted at once (A, EOS, B); stop_at_eos turns B into EOS: no edit, B is
+    still the slot's first token, and the unmask answer is the filled one."""
+    A, B, EOS = 4, 5, 1
+    r = decode(Fixed([A, EOS, B]), [[3]], gen_length=3, strategy=build_strategy(
+        "edit-threshold", threshold=0.5, stop_at_eos=True))[0]
+    assert r.tokens == [A, EOS, EOS] and r.extra["edits"] == 0
+    assert r.extra["first_tokens"] == [A, EOS, B] and r.extra["unmask_tokens"] == [A, EOS, EOS]
+
+
+def test_a_revision_in_the_step_that_fills_the_last_mask_is_not_in_the_unmask_answer():
+    """ReMDM (remask_at=1) masks a token again in the very step that fills the last mask; the
+    unmask answer is that step's drafts, with no hole; re-committing the same token is no edit,
+    another token one edit."""
+    A, B, C = 4, 5, 6
+    same = decode(Fixed([A, B]), [[3]], gen_length=2, strategy=build_strategy(
+        "remdm", k=2, remask_steps=1, remask_k=1))[0]
+    assert same.extra["remasked"] == 1 and same.extra["edits"] == 0
+    assert same.extra["unmask_tokens"] == [A, B] and same.tokens == [A, B]
+    other = decode(Fixed([A, B], settled=[C, C]), [[3]], gen_length=2, strategy=build_strategy(
+        "remdm", k=2, remask_steps=1, remask_k=1))[0]
+    assert other.extra["remasked"] == 1 and other.extra["edits"] == 1
+    assert other.extra["unmask_tokens"] == [A, B] and other.extra["first_tokens"] == [A, B]
+    assert other.tokens != [A, B] and MASK not in other.extra["unmask_tokens"]
