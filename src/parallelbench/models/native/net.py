@@ -70,13 +70,14 @@ class NativeDiffusionNet(HFDiffusionNet):
         if rows is None:
             rows = torch.arange(canvas.shape[0], device=canvas.device)
         positions = default_positions(attention_mask, canvas) if position_ids is None else position_ids
+        plan, self._plan = self._plan, None
+        values = plan[1] if plan is not None and plan[0] == canvas.shape[0] else None
         if self._delayed is not None and block_progress is not None and attention_bias is None and position_ids is None:
-            raw, first = self._delayed.forward(canvas, attention_mask, positions, rows, block_progress)
+            raw, first = self._delayed.forward(canvas, attention_mask, positions, rows, block_progress,
+                                               values[0] if values else None)
             return self._finish(raw, attention_mask, first)
         session = self.session_info
-        plan, self._plan = self._plan, None
         if self._row_cache is not None and session is not None and attention_bias is None and position_ids is None:
-            values = plan[1] if plan is not None and plan[0] == canvas.shape[0] else None
             raw = self._row_cache.forward(canvas, attention_mask, positions, rows, session.gen_length,
                                           session.block_length, values)
         else:
@@ -92,8 +93,16 @@ class NativeDiffusionNet(HFDiffusionNet):
             return None
         return self._row_cache.plan(canvas, rows, keep, session.gen_length, session.block_length)
 
+    def delayed_cache_plan(self, canvas: torch.Tensor, rows: torch.Tensor, block_progress) -> torch.Tensor | None:
+        """With cache=delayed: the coming call `forward(canvas, rows=rows, block_progress=block_progress)`
+        worked out now; returns what it needs on the host (the first column it computes, on the
+        device) for the caller to read with its own host decision and hand to `set_host_plan`."""
+        if self._delayed is None:
+            return None
+        return self._delayed.plan(rows, block_progress, canvas.shape[1])
+
     def set_host_plan(self, rows: int, values: list[int]) -> None:
-        """The values of `host_plan` for the next call, which has `rows` rows (used once)."""
+        """The values of `host_plan` / `delayed_cache_plan` for the next call, which has `rows` rows (used once)."""
         self._plan = (int(rows), [int(v) for v in values])
 
     __call__ = forward
