@@ -14,8 +14,9 @@ as aten operations, so they can be counted on the CPU:
 Counted (`SYNC_OPS` and the rules in `_kind`): `_local_scalar_dense` (`.item()`, `int()`,
 `bool()` of a tensor), `nonzero`, `masked_select`, `index` / `index_put` with a boolean mask,
 `bincount`, `histc`, `unique*`, `repeat_interleave` with tensor repeats and no `output_size`,
-`is_nonzero`, `equal`; `Tensor.tolist()` / `Tensor.numpy()` (a read of the data on the host:
-torch serves it without an aten op on the CPU); on a GPU, copies between the host and the
+`is_nonzero`, `equal`; `Tensor.tolist()` / `Tensor.numpy()` / `Tensor.cpu()` (a read of the
+data on the host: torch serves them without an aten op on the CPU; reads of a tensor that
+`.cpu()` returned are free and not counted again); on a GPU, copies between the host and the
 device that are not `non_blocking` (a pageable host-to-device copy waits for the stream too).
 On the CPU such a copy is invisible; tensors built from Python data (`torch.tensor([...])`,
 aten `lift_fresh`, which on a GPU is followed by that copy) are tallied apart in `literals`.
@@ -26,6 +27,7 @@ aten `lift_fresh`, which on a GPU is followed by that copy) are tallied apart in
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -156,13 +158,20 @@ def _watch(model: Any, counter: SyncCounter) -> Any:
 
 @contextmanager
 def _tensor_reads(counter: SyncCounter) -> Iterator[None]:
-    """Count Tensor.tolist() / .numpy(): on the CPU torch serves them without an aten op."""
-    originals = {name: getattr(torch.Tensor, name) for name in ("tolist", "numpy")}
+    """Count Tensor.tolist() / .numpy() / .cpu(): on the CPU torch serves them without an aten op.
+    A tensor `.cpu()` handed back is on the host: reading it again costs nothing and is not counted."""
+    originals = {name: getattr(torch.Tensor, name) for name in ("tolist", "numpy", "cpu")}
+    on_host: set[int] = set()  # ids of live tensors `.cpu()` returned (tensors compare elementwise: no WeakSet)
 
     def make(name: str, original: Any):
         def read(self, *args, **kwargs):
-            counter.note(f"Tensor.{name}")
-            return original(self, *args, **kwargs)
+            if id(self) not in on_host:
+                counter.note(f"Tensor.{name}")
+            out = original(self, *args, **kwargs)
+            if name == "cpu" and id(out) not in on_host:
+                on_host.add(id(out))
+                weakref.finalize(out, on_host.discard, id(out))
+            return out
         return read
 
     for name, original in originals.items():
