@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from parallelbench.decoding import build_strategy, decode, strategy_names  # noqa: E402
+from parallelbench.decoding import build_strategy, decode, strategy_class, strategy_names  # noqa: E402
 from parallelbench.models import load_model  # noqa: E402
 from test_models_hf import MESSAGES, make_tokenizer  # noqa: E402
 from smollm2_files import SMOLLM2_MISSING, smollm2_available  # noqa: E402
@@ -67,6 +67,8 @@ def test_diffusion_gemma_is_detected_and_decodes_with_every_strategy(ckpts) -> N
     assert logits.shape == (2, width, net.vocab_size) and torch.isfinite(logits[:, -8:]).any(-1).all()
     causal = load_model(f"hf:{ckpts['causal']}", device="cpu")
     for name in strategy_names():
+        if strategy_class(name).requires_block_causal:
+            continue  # indel-threshold: block-diffusion models only
         with net.session(16, build_strategy(name).options.block_length):
             results = decode(net, prompts, gen_length=16, strategy=build_strategy(name), verifier=causal)
         assert all(len(r.tokens) == 16 and net.mask_id not in r.tokens for r in results), name

@@ -241,3 +241,75 @@ def test_lm_eval_metrics_score_the_answer_at_unmasking():
     m.record(sample.id, m.decoding_metadata([0, 1], None, nfe=2, gen_length=4, input_length=3, output_length=2))
     got = m.sample_metrics(doc, sample.answer)  # no record: a strategy that never edits
     assert (got["unmask_score"], got["edits"]) == (1.0, 0.0)
+
+
+IDEAL_EDIT = ["--strategy", "edit-threshold", "--threshold", "1", "--param", "min_k=2", "--param", "edit_threshold=0.1"]
+
+
+def test_ideal_generations_agree_with_their_decode_history(monkeypatch):
+    """The ideal model under edit-threshold (top-2 drafts, edits of slots the others make impossible):
+    each Generation's edits, changed tokens and answer at unmasking against its own decode history."""
+    import parallelbench.decoding as decoding
+    import parallelbench.models.ideal.tokenizer as ideal_tokenizer
+    from parallelbench.decoding import build_strategy
+    from parallelbench.models import load_model
+    from parallelbench.tasks import get_task
+
+    seen, tokenizers = [], []
+    real, real_tokenizer = decoding.decode, ideal_tokenizer.AnswerTokenizer
+
+    def recording(*args, **kwargs):
+        out = real(*args, **{**kwargs, "return_history": True})
+        seen.extend(out)
+        return out
+
+    def keep_tokenizer():
+        tokenizers.append(real_tokenizer())
+        return tokenizers[-1]
+
+    monkeypatch.setattr(decoding, "decode", recording)
+    monkeypatch.setattr(ideal_tokenizer, "AnswerTokenizer", keep_tokenizer)
+    task = get_task("waiting_line/shuffle")
+    samples = task.samples(24)
+    gens = load_model("ideal").generate(samples, build_strategy("edit-threshold", threshold=1.0, min_k=2,
+                                                                edit_threshold=0.1),
+                                        max_new_tokens=task.max_new_tokens, seed=3)
+    tok = tokenizers[-1]  # the one that encoded the answers
+    assert len(seen) == len(gens) == 24
+    edited = 0
+    for gen, res in zip(gens, seen):
+        view = _history_view(res.history, tok.mask_id)
+        cut = view["final"].index(tok.eos_id) if tok.eos_id in view["final"] else len(view["final"])
+        assert gen.text == tok.decode(view["final"])
+        assert gen.extra["edits"] == view["edits"]
+        assert gen.extra["changed_tokens"] == sum(1 for j in range(cut) if view["final"][j] != view["first"][j])
+        assert gen.extra["unmask_text"] == tok.decode(view["unmask"])
+        edited += gen.extra["edits"]
+    assert edited > 0, "the ideal model edited nothing: the test proves nothing"
+
+
+def test_ideal_runs_store_repair_columns_that_repair_and_never_break(tmp_path):
+    """Under the exact model an edit only replaces a token the other slots make impossible: rows
+    are repaired, never broken; strategies that never edit store unmask_score = score."""
+    from parallelbench.scoring import score
+    from parallelbench.tasks import get_task
+
+    db = tmp_path / "ideal.db"
+    for extra in (IDEAL_EDIT, ["--strategy", "confidence-topk", "--k", "2"]):
+        res = runner.invoke(app, ["run", "--model", "ideal", "--tasks", "waiting_line/shuffle,waiting_line/copy",
+                                  *extra, "--limit", "24", "--db", str(db), "--no-report", "--no-progress"])
+        assert res.exit_code == 0, res.output
+    frame = frame_of(db)
+    edit = frame[frame["strategy"] == "edit-threshold"]
+    topk = frame[frame["strategy"] == "confidence-topk"]
+    assert (topk["unmask_score"] == topk["score"]).all() and (topk["edits"] == 0).all()
+    assert edit["unmask_score"].notna().all()
+    assert not ((edit["unmask_score"] == 1) & (edit["score"] < 1)).any()  # never broken
+    copy = edit[edit["task"] == "waiting_line/copy"]
+    assert (copy["score"] == 1).all() and (copy["edits"] == 0).all()  # nothing to repair
+    samples = {s.id: s for t in ("waiting_line/shuffle", "waiting_line/copy") for s in get_task(t).samples(24)}
+    for r in edit.itertuples():
+        answer = r.unmask_output if isinstance(r.unmask_output, str) else r.output
+        assert r.unmask_score == score(samples[r.sample_id], answer).score
+        assert r.changed_tokens <= r.edits and (r.edits > 0 or pd.isna(r.unmask_output))
+    assert edit["edits"].sum() > 0

@@ -33,6 +33,7 @@ from parallelbench.decoding import sampling
 from parallelbench.decoding.block_grid import BlockGrid, block_causal_bias, block_length_for
 from parallelbench.decoding.canvas import left_pad, make_template, model_device
 from parallelbench.decoding.collect import collect
+from parallelbench.decoding.repair import RepairLog, finished_rows
 from parallelbench.decoding.result import DecodeResult
 from parallelbench.decoding.strategy import Strategy, strategy_max_steps
 from parallelbench.decoding.view import StepView
@@ -115,6 +116,28 @@ def _merge_state(state: dict[str, Any], seen: dict[str, Any], given: dict[str, A
             full[win.idx] = x.to(full.dtype)
 
 
+def _log_step(log: RepairLog, win: _Window, region: torch.Tensor, masked: torch.Tensor, editable: torch.Tensor,
+              drafted: torch.Tensor, shift: Any, fill: torch.Tensor | None) -> None:
+    """The repair record of one step, over the whole region of every live row (rows that sat the step
+    out change nothing). `drafted`: the step's block after its commits and shifts, before its edits;
+    `fill`: the step rows' `stop_at_eos` fill over the whole region."""
+    n, width = region.shape
+    if shift is not None:
+        source = torch.arange(width, device=region.device).expand(n, width).clone()
+        src = shift.source.to(device=region.device, dtype=torch.long)
+        win.put_cols(source, torch.where(src < 0, -1, src + win.c0))
+        counts = torch.zeros((n, 2), dtype=torch.long, device=region.device)
+        win.put_rows(counts, torch.stack([shift.inserts, shift.deletes], dim=1).to(counts))
+        log.move(source, counts[:, 0], counts[:, 1])
+    full_drafted = region.clone()
+    win.put_cols(full_drafted, drafted)
+    full_fill = None
+    if fill is not None:
+        full_fill = torch.zeros_like(masked)
+        _Window(win.idx, 0, width).put_cols(full_fill, fill)
+    log.update(full_drafted, region, masked, editable, full_fill)
+
+
 @torch.no_grad()
 def decode_block_causal(
     model: "BlockCausalModel",
@@ -178,6 +201,10 @@ def decode_block_causal(
     tps_chunks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
     history: list[tuple[torch.Tensor, torch.Tensor]] = []
     max_steps = strategy_max_steps(strategy, width)
+    # the repair record (decoding/repair.py) over the whole region of the live rows: from the start for
+    # strategies that declare edits, else from the first decision that edits, remasks or shifts
+    log: RepairLog | None = RepairLog(canvas[:, h:], masked, editable, mask_id) if strategy.rewrites else None
+    editable_out = editable.gather(1, out_cols)  # every row's, for rows that finish before the log begins
 
     def finish(done: torch.Tensor) -> None:
         idx = rows[done]
@@ -189,6 +216,8 @@ def decode_block_causal(
         for key, val in state.items():
             if key.startswith("extra_") and torch.is_tensor(val) and val.dim() == 1:
                 out_extra.setdefault(key[6:], torch.zeros(n_rows, dtype=val.dtype))[idx.cpu()] = val[done].cpu()
+        if log is not None:
+            log.finish(done, idx, out_extra, n_rows, out_cols[done])
 
     done = ~masked.any(dim=1)  # rows a template fills completely cost nothing
     n_done = int(done.sum())
@@ -210,6 +239,8 @@ def decode_block_causal(
                 masked[keep], editable[keep], out_slot[keep], out_cols[keep], generated[keep])
             order, commit_conf, remasks, rows, rng_keys = order[keep], commit_conf[keep], remasks[keep], rows[keep], rng_keys[keep]
             own_step, held, kv_upto = own_step[keep], held[keep], kv_upto[keep]
+            if log is not None:
+                log.keep(keep)
             for key, val in list(state.items()):
                 if torch.is_tensor(val) and val.dim() > 0 and val.shape[0] == keep.shape[0]:
                     state[key] = val[keep]
@@ -297,13 +328,20 @@ def decode_block_causal(
             view.focus = c_masked
             view.focus_masked = True
         decision = strategy.step(view)
+        shift = decision.shift
+        if log is None and (decision.edit is not None or decision.remask is not None or shift is not None):
+            log = RepairLog(canvas[:, h:], masked, editable, mask_id)  # the live rows before this step's writes
+            gone = finished_rows(rows, n_rows)
+            if gone.numel():
+                g_dev = gone.to(device)
+                RepairLog.backfill(gone, out_tokens[g_dev].cpu(), editable_out[g_dev].cpu(), out_extra, n_rows)
 
         commit = decision.commit & c_masked
         if view.focus is not None and "_where" not in view.__dict__:
             view.focus = commit  # the rule read no per-position quantity: x0 / confidence only where it commits
         tokens = view.x0 if decision.tokens is None else decision.tokens
         conf = view.confidence if decision.confidence is None else decision.confidence
-        new_gen = torch.where(commit, tokens, gen)
+        new_gen = drafted = torch.where(commit, tokens, gen)
         here = c_own.unsqueeze(1)
         if decision.edit is not None:  # token-to-token edits of settled slots (edit-threshold)
             edit = decision.edit & ~c_masked & c_editable
@@ -323,6 +361,16 @@ def decode_block_causal(
             n_remask = (remask & slots).sum(dim=1)
             c_remasks = win.rows(remasks) + n_remask
             net = net - n_remask
+        if shift is not None:  # insert / delete: each slot takes the content and record of its source slot
+            src = shift.source.to(device=device, dtype=torch.long)
+            new, src = src < 0, src.clamp(min=0)
+            before = (~c_masked & c_editable & slots).sum(dim=1)
+            new_gen = torch.where(new, mask_id, new_gen.gather(1, src))
+            drafted = torch.where(new, mask_id, drafted.gather(1, src))
+            new_masked = new | new_masked.gather(1, src)
+            c_order = torch.where(new, -1, c_order.gather(1, src))
+            c_conf = torch.where(new, 0.0, c_conf.gather(1, src))
+            net = (~new_masked & c_editable & slots).sum(dim=1) - before
         c_held = None if decision.hold is None else decision.hold.to(device=device, dtype=torch.bool)
 
         win.put_cols(canvas, new_gen, offset=h)
@@ -345,6 +393,7 @@ def decode_block_causal(
         # -------------------------------------------------------------- finished rows
         c_all_masked = win.rows(masked)
         c_done = ~c_all_masked.any(dim=1)
+        fill = None
         if c_held is not None:
             c_done = c_done & ~c_held
         if strategy.options.stop_at_eos:  # stop once the block holding the first EOS is complete
@@ -358,6 +407,8 @@ def decode_block_causal(
             whole.put_cols(canvas, torch.where(fill, eos_id, region), offset=h)
             whole.put_cols(masked, c_all_masked & ~fill)
             c_done = c_done | stop
+        if log is not None:
+            _log_step(log, win, canvas[:, h:], masked, editable, drafted, shift, fill)
         done = c_done if win.idx is None else torch.zeros(n_live, dtype=torch.bool, device=device).index_fill_(
             0, win.idx[c_done], True)
         n_done = int(done.sum())

@@ -208,6 +208,9 @@ def decode(
             view.count_focus(view.candidates if focus_kind == "candidates" else masked, n_focus)
             view.focus_masked = True
         decision = strategy.step(view)
+        if decision.shift is not None:
+            raise ValueError(f"strategy {strategy.name!r} shifts slots (Decision.shift), which only the block-causal "
+                             "loop applies; decode it on a block-causal model (block_causal = True)")
         if log is None and (decision.edit is not None or decision.remask is not None):
             log = RepairLog(gen, masked, editable, mask_id)
             gone = finished_rows(rows, n_rows)

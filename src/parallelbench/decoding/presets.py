@@ -72,26 +72,31 @@ class TopKStrategy(Strategy):
 
 @register_strategy("random")
 class RandomTopK(TopKStrategy):
+    description = "k masked positions per step, chosen uniformly at random"
     scorer = "random"
 
 
 @register_strategy("l2r")
 class LeftToRight(TopKStrategy):
+    description = "the k leftmost masked positions per step (autoregressive order)"
     scorer = "position"
 
 
 @register_strategy("confidence-topk")
 class ConfidenceTopK(TopKStrategy):
+    description = "the k positions whose best token is most probable"
     scorer = "confidence"
 
 
 @register_strategy("topk-margin")
 class MarginTopK(TopKStrategy):
+    description = "the k positions with the widest gap between their two most probable tokens"
     scorer = "margin"
 
 
 @register_strategy("entropy-topk")
 class EntropyTopK(TopKStrategy):
+    description = "the k positions whose predicted distribution has the lowest entropy"
     scorer = "entropy"
 
 
@@ -105,6 +110,7 @@ class ThresholdOptions(DecodeOptions):
 class ConfidenceThreshold(Strategy):
     """Fast-dLLM threshold: every candidate with confidence above gamma, but at least the
     `min_k` most confident (the single best by default)."""
+    description = "Fast-dLLM: every position whose confidence exceeds threshold, at least min_k per step"
 
     Options = ThresholdOptions
     reads_decision_confidence = True
@@ -134,6 +140,7 @@ class FactorOptions(DecodeOptions):
 @register_strategy("confidence-factor")
 class ConfidenceFactor(Strategy):
     """Fast-dLLM factor rule (appendix E): the largest n with (n + 1)(1 - c_n) < f, at least 1."""
+    description = "Fast-dLLM factor rule: the n most confident positions, n the largest with (n + 1)(1 - c_n) < factor"
 
     Options = FactorOptions
     reads_decision_confidence = True
@@ -158,6 +165,7 @@ class EBOptions(DecodeOptions):
 @register_strategy("eb")
 class EntropyBounded(Strategy):
     """EB-sampler: add tokens (best first) while their summed entropy minus the largest stays <= gamma."""
+    description = "EB-sampler: best first while the summed entropy minus the largest stays within gamma nats"
 
     Options = EBOptions
     focus = "candidates"
@@ -191,6 +199,7 @@ class KlassOptions(DecodeOptions):
 class Klass(Strategy):
     """KLASS-style stability: commit tokens whose prediction held for `stable_steps` steps
     and whose confidence exceeds `threshold`; otherwise the single most confident."""
+    description = "KLASS: positions whose prediction held for stable_steps steps with confidence above threshold"
 
     Options = KlassOptions
     reads_decision_confidence = True

@@ -31,6 +31,7 @@ class RemdmOptions(TopKOptions):
 
 @register_strategy("remdm")
 class ReMDM(TopKStrategy):
+    description = "ReMDM: confidence top-k, then remask and re-predict the least confident committed tokens"
     rewrites = True  # edits / remasks written tokens: the engine keeps the repair record
     kind = "adaptive"
     Options = RemdmOptions
@@ -76,6 +77,7 @@ class RcrOptions(TopKOptions):
 
 @register_strategy("rcr")
 class RunningConfidenceRemasking(TopKStrategy):
+    description = "RCR: keep the best positions by running maximum confidence, remask the rest"
     rewrites = True  # edits / remasks written tokens: the engine keeps the repair record
     kind = "adaptive"
     Options = RcrOptions

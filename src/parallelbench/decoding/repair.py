@@ -6,7 +6,8 @@ row, in `DecodeResult.extra` (CONTRACTS.md, "Repair bookkeeping"):
 - "edits": slots whose token after a step differs from the last token they held before it
   (one per slot per step; a slot masked again and re-committed with another token counts
   one, with the same token none);
-- "inserts" / "deletes": insert and delete operations (0 on the canvas loop, which has none);
+- "inserts" / "deletes": insert and delete operations (`Decision.shift`: the block-causal loop's
+  `indel-threshold`; 0 on the canvas loop, which has none);
 - "unmask_tokens": the answer when the last ORIGINAL mask (a mask present when bookkeeping
   began; masks a remask introduces are not original) was filled: the region after that
   step's commits (and `stop_at_eos` fill), before its edits and remasks (a slot masked again
@@ -44,11 +45,24 @@ class RepairLog:
         self.pending = masked.any(dim=1)  # rows whose unmask snapshot is still to come
         self.unmask = gen.clone()  # final for rows not pending; overwritten when they stop pending
         self.edits = torch.zeros(gen.shape[0], dtype=torch.long, device=gen.device)
+        self.inserts, self.deletes = torch.zeros_like(self.edits), torch.zeros_like(self.edits)
 
     def keep(self, keep: torch.Tensor) -> None:
         """Drop the rows that finished (`keep` [b] bool, as the loop does with its own tensors)."""
         self.first, self.last, self.original = self.first[keep], self.last[keep], self.original[keep]
         self.pending, self.unmask, self.edits = self.pending[keep], self.unmask[keep], self.edits[keep]
+        self.inserts, self.deletes = self.inserts[keep], self.deletes[keep]
+
+    def move(self, source: torch.Tensor, inserts: torch.Tensor, deletes: torch.Tensor) -> None:
+        """Insert / delete shifts (`Decision.shift`), before the step's `update`: slot j continues
+        the record of slot source[j] ([b, G]); -1 is a new mask (never written, not original)."""
+        new = source < 0
+        s = source.clamp(min=0)
+        self.first = torch.where(new, -1, self.first.gather(1, s))
+        self.last = torch.where(new, -1, self.last.gather(1, s))
+        self.original = ~new & self.original.gather(1, s)
+        self.inserts = self.inserts + inserts
+        self.deletes = self.deletes + deletes
 
     def update(self, drafted: torch.Tensor, gen: torch.Tensor, masked: torch.Tensor, editable: torch.Tensor,
                fill: torch.Tensor | None = None) -> None:
@@ -63,7 +77,7 @@ class RepairLog:
         first = torch.where(drafted_w & (self.first < 0), drafted, self.first)
         written = editable & ~masked
         rewritten = written & (gen != last)  # token-to-token edits
-        snapshot = torch.where(holes & editable, last, drafted)
+        snapshot = torch.where(holes & editable & (last >= 0), last, drafted)  # a new mask never written: the mask
         if fill is not None:
             rewritten = rewritten & ~fill
             first = torch.where(written & (first < 0), gen, first)  # masks the fill wrote
@@ -77,24 +91,28 @@ class RepairLog:
         self.pending = self.pending & ~now
         self.last = torch.where(written, gen, last)
 
-    def finish(self, done: torch.Tensor, idx: torch.Tensor, out: dict[str, torch.Tensor], n_rows: int) -> None:
-        """Write rows `done` (live-row mask) into the per-call outputs at original rows `idx`."""
-        _put(out, n_rows, idx, self.edits[done], torch.zeros_like(self.edits[done]), self.unmask[done],
-             self.first[done])
+    def finish(self, done: torch.Tensor, idx: torch.Tensor, out: dict[str, torch.Tensor], n_rows: int,
+               cols: torch.Tensor | None = None) -> None:
+        """Write rows `done` (live-row mask) into the per-call outputs at original rows `idx`;
+        `cols` ([done rows, gen_length]): the region columns returned, where the region is wider."""
+        unmask, first = self.unmask[done], self.first[done]
+        if cols is not None:
+            unmask, first = unmask.gather(1, cols), first.gather(1, cols)
+        _put(out, n_rows, idx, self.edits[done], unmask, first, self.inserts[done], self.deletes[done])
 
     @staticmethod
     def backfill(idx: torch.Tensor, tokens: torch.Tensor, editable: torch.Tensor,
                  out: dict[str, torch.Tensor], n_rows: int) -> None:
         """Rows `idx` that finished before the log began: nothing changed, final = unmask = first."""
         zeros = torch.zeros(idx.shape[0], dtype=torch.long)
-        _put(out, n_rows, idx, zeros, zeros, tokens, torch.where(editable, tokens, torch.full_like(tokens, -1)))
+        _put(out, n_rows, idx, zeros, tokens, torch.where(editable, tokens, torch.full_like(tokens, -1)), zeros, zeros)
 
 
-def _put(out: dict[str, torch.Tensor], n_rows: int, idx: torch.Tensor, edits: torch.Tensor, zeros: torch.Tensor,
-         unmask: torch.Tensor, first: torch.Tensor) -> None:
+def _put(out: dict[str, torch.Tensor], n_rows: int, idx: torch.Tensor, edits: torch.Tensor, unmask: torch.Tensor,
+         first: torch.Tensor, inserts: torch.Tensor, deletes: torch.Tensor) -> None:
     idx = idx.cpu()
     g = unmask.shape[1]
-    for key, val in (("edits", edits), ("inserts", zeros), ("deletes", zeros)):
+    for key, val in (("edits", edits), ("inserts", inserts), ("deletes", deletes)):
         out.setdefault(key, torch.zeros(n_rows, dtype=torch.long))[idx] = val.cpu()
     for key, val in (("unmask_tokens", unmask), ("first_tokens", first)):
         out.setdefault(key, torch.zeros((n_rows, g), dtype=torch.long))[idx] = val.cpu()

@@ -43,6 +43,9 @@ class Strategy:
     """Base class: override `score` / `select` (or `step`) in a subclass."""
 
     name: ClassVar[str] = "custom"
+    #: what it does, in one line (`parallelbench strategies`); a class without one is described
+    #: by the first line of its docstring
+    description: ClassVar[str] = ""
     kind: ClassVar[StrategyKind] = "adaptive"
     Options: ClassVar[type] = DecodeOptions
     #: True for rules that compare confidences with a threshold (they read `decision_confidence`):
@@ -55,6 +58,9 @@ class Strategy:
     #: False for strategies that cannot run on a block-causal model (they draft or verify across
     #: the whole canvas); `check_model` then refuses such a model in one line.
     supports_block_causal: ClassVar[bool] = True
+    #: True for strategies that only a block-causal model can run (they shift slots inside a block:
+    #: `indel-threshold`); `check_model` refuses any other model in one line.
+    requires_block_causal: ClassVar[bool] = False
     #: True for strategies whose decisions can change a written token (`Decision.edit` or
     #: `Decision.remask`): the engine then keeps the repair record (decoding/repair.py) from the
     #: first step. Others pay nothing; an undeclared strategy that edits anyway gets the record
@@ -167,18 +173,22 @@ def check_block_causal(strategy: Strategy, model: Any) -> int | None:
     """For a block-causal model: the block length this strategy decodes it with, after refusing
     (one ValueError line) a block length that does not suit the model or a strategy that cannot
     run block-causally; None for any other model."""
-    if not is_block_causal(model):
-        return None
     name = getattr(strategy, "name", type(strategy).__name__)
+    if not is_block_causal(model):
+        if getattr(strategy, "requires_block_causal", False):
+            raise ValueError(
+                f"strategy {name!r} runs on block-diffusion models only (LLaDA 2.x, SDAR / TraDo, or a net with "
+                "block_causal = True), whose blocks it edits one at a time; this model is not one")
+        return None
     if not getattr(strategy, "supports_block_causal", True):
         raise ValueError(
-            f"strategy {name!r} cannot decode the block-causal model {type(model).__name__} (it works across the "
+            f"strategy {name!r} cannot decode a block-causal model (it works across the "
             "whole canvas, not one block at a time); use a block-wise strategy such as confidence-threshold"
         )
     if type(strategy).forward is not Strategy.forward:
         raise ValueError(
             f"strategy {name!r} makes its own model calls (it overrides forward), which cannot carry the "
-            f"block-causal layout of {type(model).__name__}; use a strategy that lets the engine call the model"
+            "block-causal layout of this model; use a strategy that lets the engine call the model"
         )
     return block_length_for(model, strategy.options.block_length)
 
@@ -200,6 +210,7 @@ _BUILTIN_MODULES = (
     "parallelbench.decoding.schedules.apd",
     "parallelbench.decoding.schedules.pc_sampler",
     "parallelbench.decoding.schedules.edit_threshold",
+    "parallelbench.decoding.schedules.indel_threshold",
     "parallelbench.decoding.schedules.prophet",
     "parallelbench.decoding.schedules.credit",
     "parallelbench.decoding.schedules.multi_block",
@@ -234,6 +245,21 @@ def _load_builtins() -> None:
         _loaded = True
         for module in _BUILTIN_MODULES:
             importlib.import_module(module)
+
+
+def describe(cls: type[Strategy]) -> str:
+    """What a strategy does, in one line: its `description`, else the first line of its own
+    docstring, else what the class it extends says."""
+    for klass in cls.__mro__:
+        if klass is Strategy or not (isinstance(klass, type) and issubclass(klass, Strategy)):
+            break
+        text = klass.__dict__.get("description") or ""
+        doc = klass.__dict__.get("__doc__") or ""
+        if not text and doc.strip():
+            text = doc.strip().split("\n\n")[0].split(". ")[0].rstrip(".")
+        if text.strip():
+            return " ".join(text.split())
+    return ""
 
 
 def strategy_names() -> list[str]:

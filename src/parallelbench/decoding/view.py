@@ -98,6 +98,18 @@ def entropy_of(logits: torch.Tensor, probs: torch.Tensor, top: torch.Tensor, top
 
 
 @dataclass
+class Shift:
+    """Insert / delete edits of the active block (`indel-threshold`), applied after the step's other
+    writes: slot j of the block then holds what slot `source[j]` held (its token, mask, commit step
+    and edit history), or a new mask where `source[j]` is -1. Slots that are not editable keep their
+    place (source[j] = j). Block-causal loop only: the block keeps its length."""
+
+    source: torch.Tensor  # [b, G] long: the slot each slot's content comes from, -1 = a new mask
+    inserts: torch.Tensor  # [b] long: insert operations applied (repair record)
+    deletes: torch.Tensor  # [b] long: delete operations applied (repair record)
+
+
+@dataclass
 class Decision:
     """Positions to commit (with their tokens) and positions to mask again."""
 
@@ -107,6 +119,7 @@ class Decision:
     edit: torch.Tensor | None = None  # [b, G] bool: committed positions rewritten in place to `tokens`
     confidence: torch.Tensor | None = None  # [b, G] recorded for committed positions (default: view.confidence)
     hold: torch.Tensor | None = None  # [b] bool: the row's active block stays active next step, even with no mask left
+    shift: Shift | None = None  # insert / delete shifts of the active block, after the writes above (block-causal)
 
 
 @dataclass(eq=False)

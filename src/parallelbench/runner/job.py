@@ -72,6 +72,7 @@ class ModelLoadError(RuntimeError):
 
 
 def _load(spec: str, options: dict[str, Any]):
+    from parallelbench.display import about
     from parallelbench.models import ModelSpecError, load_model
 
     try:
@@ -79,7 +80,7 @@ def _load(spec: str, options: dict[str, Any]):
     except ModelSpecError as exc:
         raise ModelLoadError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - missing weights, bad options...: one line for the user
-        raise ModelLoadError(f"model {spec!r} could not be loaded: {' '.join(str(exc).split())}") from None
+        raise ModelLoadError(about(f"model {spec!r}", " ".join(str(exc).split()), " could not be loaded: ")) from None
 
 
 def _default_model(spec: RunSpec, console: Console, notes: list[str]):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -100,23 +100,35 @@ def table(
     from rich.console import Console
     from rich.table import Table
 
+    from parallelbench.analysis.terminal import dropped_line, fit_columns, print_line, print_table
+
     short = {"copy": "copy", "replace_index": "rep-index", "replace_random": "rep-random", "shuffle": "shuffle"}
     data = Table(title="Table 1, data perspective: C(Y|X) in bits")
     for col in ("task", "n", "C(Y|X)", "lim n→∞", "L_T, 2 per step"):
-        data.add_column(col, justify="left" if col == "task" else "right")
-    strat = Table(title=f"Table 1, decoding perspective: ideal-model accuracy (γ = {threshold:g})")
-    for col in ("task", "n", "top-k k=1", "k=2", "k=n", "τ=1 k=n", "thr. γ", "= 1 iff"):
-        strat.add_column(col, justify="left" if col in ("task", "= 1 iff") else "right", no_wrap=True)
+        data.add_column(col, justify="left" if col == "task" else "right", no_wrap=col != "L_T, 2 per step")
+    # (header, row key): accuracies; the `= 1 iff` condition is text
+    values = [("top-k\nk=1", "greedy_topk_k1"), ("k=2", "greedy_topk_k2"), ("k=n", "greedy_topk_kn"),
+              ("τ=1\nk=n", "sampling_one_step"), ("thr.\nγ", "greedy_threshold"), ("= 1 iff", "threshold_condition")]
+
+    def decoding(columns) -> Table:
+        strat = Table(title=f"Table 1, decoding perspective: ideal-model accuracy (γ = {threshold:g})")
+        for col in ("task", "n", *(header for header, _ in columns)):
+            strat.add_column(col, justify="left" if col in ("task", "= 1 iff") else "right", no_wrap=True)
+        for r in rows:
+            strat.add_row(short[r["task"]], str(r["n"]), *(
+                r[key] if key == "threshold_condition" else _fmt(r[key], 3) for _, key in columns))
+        return strat
+
     for r in rows:
-        name = short[r["task"]]
-        data.add_row(name, str(r["n"]), _fmt(r["total_correlation"]), _fmt(r["total_correlation_limit"]),
+        data.add_row(short[r["task"]], str(r["n"]), _fmt(r["total_correlation"]), _fmt(r["total_correlation_limit"]),
                      _fmt(r["shuffle_l_two_per_step"]))
-        strat.add_row(name, str(r["n"]), *(_fmt(r[key], 3) for key in (
-            "greedy_topk_k1", "greedy_topk_k2", "greedy_topk_kn", "sampling_one_step", "greedy_threshold")),
-            r["threshold_condition"])
     console = Console()
-    console.print(data)
-    console.print(strat)
+    print_table(console, data)
+    strat, dropped = fit_columns(console, lambda kept: decoding(values[:1] + kept), values[1:])
+    print_table(console, strat)
+    if dropped:
+        print_line(console, dropped_line([h.replace("\n", " ") for h, _ in dropped], "theory table") +
+                   "; --json gives every column", "yellow")
     console.print("top-k: random or confidence top-k, greedy (ties broken by the unbiased model's noise); "
                   "τ=1 k=n: one-step temperature sampling; threshold: greedy confidence threshold.")
 
@@ -163,11 +175,17 @@ def simulate_cmd(
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     noise_std: Optional[float] = typer.Option(None, "--noise-std", help="Logit noise std (default: 1e-3 if greedy, else 0)."),
     no_formatting: bool = typer.Option(False, "--no-formatting", help="Decode the items alone, without pre-filled brackets and commas."),
+    param: List[str] = typer.Option([], "--param", help="Any other strategy option as NAME=VALUE (repeatable), e.g. --param edit_threshold=0.1 --param min_k=2."),
+    block_causal: Optional[bool] = typer.Option(None, "--block-causal/--canvas", help="Decode through the ideal model's block-causal face (one block over the answer); default: only strategies that run on block-causal nets alone."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object (measured, stderr, analytic, ...)."),
 ) -> None:
     """Decode a synthetic task with the ideal model; print measured accuracy beside the analytic value.
+    A strategy that can change a written token also prints how much it repaired: accuracy when the
+    last original mask was filled, rows repaired and broken, mean edits (docs/theory.md).
 
     Example: parallelbench theory simulate --task shuffle --n 6 --strategy confidence-topk --k 2 --samples 20000
+
+    Example: parallelbench theory simulate --task shuffle --n 3 --strategy edit-threshold --threshold 1 --param min_k=2 --param edit_threshold=0.1
     """
     from parallelbench.theory.closed_forms import TASKS
 
@@ -188,6 +206,11 @@ def simulate_cmd(
         params["k"] = k
     if threshold is not None:
         params["threshold"] = threshold
+    for item in param:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"{item!r} is not NAME=VALUE, e.g. --param edit_threshold=0.1", param_hint="--param")
+        params[name.strip()] = value.strip()
     from parallelbench.theory.simulate import simulate
 
     try:
@@ -199,7 +222,7 @@ def simulate_cmd(
             )
         result = simulate(
             task, n, strategy, samples=samples, seed=seed, noise_std=noise_std,
-            formatting=not no_formatting, **params,
+            formatting=not no_formatting, block_causal=block_causal, **params,
         )
     except (ValueError, TypeError) as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -210,7 +233,7 @@ def simulate_cmd(
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
-    label = ", ".join(f"{key}={_number(value)}" for key, value in params.items())
+    label = ", ".join(f"{key}={_number(value) if isinstance(value, float) else value}" for key, value in params.items())
     z = result.z_score
     typer.echo(f"{task} n={n}, {strategy} [{label}], N={samples}, mean NFE {result.mean_nfe:.2f}")
     typer.echo(f"measured {result.measured:.4f} ± {result.stderr:.4f} (standard error)")
@@ -218,3 +241,7 @@ def simulate_cmd(
         typer.echo("analytic none derived for this strategy and options")
     else:
         typer.echo(f"analytic {result.analytic:.4f} (z = {z:+.2f})")
+    if result.extra.get("recorded"):
+        x = result.extra
+        typer.echo(f"at unmasking {x['unmask_accuracy']:.4f} ± {x['unmask_stderr']:.4f}; repaired {x['repaired']:.4f}, "
+                   f"broken {x['broken']:.4f} of the samples; mean edits {x['mean_edits']:.2f}")

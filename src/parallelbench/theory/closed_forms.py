@@ -18,6 +18,7 @@ Conventions the paper leaves open (documented in docs/theory.md):
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Sequence
 
 TASKS = ("copy", "replace_index", "replace_random", "shuffle")
@@ -225,3 +226,51 @@ def accuracy(
         # token, which favours "keep" draws: only random top-k is analysed.
         return replace_random_sampling_topk_accuracy(n, k) if strategy == "random" else None
     return replace_random_threshold_accuracy(n, threshold) if greedy else None
+
+
+# ---------------------------------------------------------------------- editing (issue 32 item 5)
+#: Shuffle, top-2 drafts plus token-to-token edits under the exact model (docs/theory.md, "Repair
+#: under the exact model"): n -> (final accuracy, accuracy at unmasking, mean edits with post_steps=0),
+#: when every slot whose token is impossible given the others is edited (0 < E < 1/(n - 1)).
+SHUFFLE_EDIT_TOP2: dict[int, tuple[Fraction, Fraction, Fraction]] = {
+    # n = 3: a duplicate after step 0 (1/3): both copies move to independent uniform picks of the
+    # 2 other items while the last slot, given an inconsistent canvas, draws uniformly from all 3:
+    # right with 1/2 * 1/3. 2/3 + 1/3 * 1/6 = 13/18; two edits per duplicate.
+    3: (Fraction(13, 18), Fraction(2, 3), Fraction(2, 3)),
+    # n = 4: distinct drafts (3/4) end right when the last two draw distinct items (1/2); a
+    # duplicate (1/4) is repaired when both copies pick distinct items of the 3 others (2/3) and the
+    # last two slots, drawing from all 4, take the two items left in either order (2/16).
+    4: (Fraction(19, 48), Fraction(3, 8), Fraction(1, 2)),
+}
+
+
+def edit_rule_repairs(n: int, edit_threshold: float) -> bool:
+    """Whether a gain-rule edit threshold E edits every slot whose token the other slots make
+    impossible while masks remain: such a slot's gain is 1/r with r <= n - 1 items left for it."""
+    return 0.0 < edit_threshold < 1.0 / (n - 1)
+
+
+def edit_rule_idle(n: int, edit_threshold: float) -> bool:
+    """Whether E is too high for any edit while masks remain (top-2 drafts on shuffle): the largest
+    gain then is 1/r for the fewest items left before the last step, r = (last step size) + 1."""
+    return edit_threshold >= 1.0 / (step_sizes(n, 2)[-1] + 1)
+
+
+def shuffle_edit_top2(n: int, edit_threshold: float) -> dict[str, float] | None:
+    """Shuffle under `edit-threshold threshold=1 min_k=2 edit_rule=gain edit_threshold=E` (top-2
+    drafts, then edits) with the exact model: final accuracy, accuracy at unmasking, repaired and
+    broken shares and mean edits (post_steps = 0; the accuracies hold for any post_steps, which
+    never repair shuffle: a full canvas with a duplicate pair makes both copies move together).
+    When E is too high for any edit while masks remain (`edit_rule_idle`) it is eq. 5's top-2
+    accuracy; None where no closed form is derived (n > 4 with edits)."""
+    _check_n(n)
+    if not 0.0 <= edit_threshold <= 1.0:
+        raise ValueError(f"edit_threshold must lie in [0, 1], got {edit_threshold}")
+    if edit_rule_idle(n, edit_threshold):
+        top2 = shuffle_topk_accuracy(n, 2)
+        return {"final": top2, "unmask": top2, "repaired": 0.0, "broken": 0.0, "mean_edits": 0.0}
+    if not edit_rule_repairs(n, edit_threshold) or n not in SHUFFLE_EDIT_TOP2:
+        return None
+    final, unmask, edits = SHUFFLE_EDIT_TOP2[n]
+    return {"final": float(final), "unmask": float(unmask), "repaired": float(final - unmask), "broken": 0.0,
+            "mean_edits": float(edits)}

@@ -65,12 +65,17 @@ def simulate(
     noise_std: float | None = None,
     formatting: bool = True,
     batch_size: int = 8192,
+    block_causal: bool | None = None,
     **params: Any,
 ) -> SimulationResult:
     """Decode `samples` instances of `task` with `strategy` (a preset name) and its `params`.
 
     noise_std None picks the paper's setup: a tiny tie-breaking noise under greedy
     decoding (temperature 0 or unset), none under sampling (so marginals stay exact).
+    A strategy that can change a written token (`Strategy.rewrites`) gets the ideal model's
+    answers to editing steps, and the result's `extra` says how much it repaired
+    (`repair_stats`). `block_causal` decodes through the model's block-causal face (one
+    block over the answer); None: only for strategies that run on block-causal nets alone.
     """
     import torch
 
@@ -86,27 +91,31 @@ def simulate(
         noise_std = GREEDY_NOISE_STD if temperature == 0 else 0.0
     spec = synthetic_task(task, n, formatting=formatting)
     strat = build_strategy(strategy, **params)
+    edits = bool(getattr(strat, "rewrites", False))
+    if block_causal is None:
+        block_causal = _block_causal_only(strat, spec)
     length = spec.answers.shape[1]
     correct, nfe_total, done = 0, 0, 0
+    repair = RepairCounts()
     while done < samples:
         rows = min(batch_size, samples - done)
-        model = spec.model(rows, noise_std=noise_std, seed=seed + done)
+        model = spec.model(rows, noise_std=noise_std, seed=seed + done, edits=edits, block_causal=block_causal)
         prompts = torch.full((rows, 1), BOS, dtype=torch.long)
         template = spec.template.repeat(rows, 1)
         results = decode(model, prompts, gen_length=length, strategy=strat, template=template, seed=seed + done)
         tokens = torch.tensor([r.tokens for r in results], dtype=torch.long)
-        correct += int(spec.is_valid(tokens).sum())
+        valid = spec.is_valid(tokens)
+        correct += int(valid.sum())
         nfe_total += sum(r.nfe for r in results)
+        if edits:
+            repair.add(results, valid, spec.is_valid)
         done += rows
     p = correct / samples
-    analytic = accuracy(
-        task,
-        n,
-        strategy,
-        k=params.get("k"),
-        threshold=params.get("threshold"),
-        temperature=temperature,
-    ) if _analysed(strategy, params) else None
+    if _analysed(strategy, params):
+        analytic = accuracy(task, n, strategy, k=params.get("k"), threshold=params.get("threshold"),
+                            temperature=temperature)
+    else:
+        analytic = _edit_analytic(task, n, strategy, dict(getattr(strat, "params", params)))
     return SimulationResult(
         task=task,
         n=n,
@@ -120,11 +129,75 @@ def simulate(
         noise_std=noise_std,
         formatting=formatting,
         mean_nfe=nfe_total / samples,
+        extra=repair.stats(samples) if edits else {},
     )
+
+
+@dataclass
+class RepairCounts:
+    """Sums over decoded rows of the repair record: right at unmasking, repaired, broken, edits."""
+
+    unmask_correct: int = 0
+    repaired: int = 0
+    broken: int = 0
+    edits: int = 0
+    recorded: int = 0
+
+    def add(self, results: list, valid: Any, is_valid: Any) -> None:
+        import torch
+
+        kept = [i for i, r in enumerate(results) if "unmask_tokens" in r.extra]
+        if not kept:
+            return
+        unmask = is_valid(torch.tensor([results[i].extra["unmask_tokens"] for i in kept], dtype=torch.long))
+        final = valid[kept]
+        self.unmask_correct += int(unmask.sum())
+        self.repaired += int((~unmask & final).sum())
+        self.broken += int((unmask & ~final).sum())
+        self.edits += sum(int(results[i].extra.get("edits", 0)) for i in kept)
+        self.recorded += len(kept)
+
+    def stats(self, samples: int) -> dict[str, Any]:
+        """`repair_stats`: unmask accuracy (± its standard error), repaired and broken shares, mean edits."""
+        n = max(self.recorded, 1)
+        p = self.unmask_correct / n
+        return {"unmask_accuracy": p, "unmask_stderr": math.sqrt(p * (1 - p) / n), "repaired": self.repaired / n,
+                "broken": self.broken / n, "mean_edits": self.edits / n, "recorded": self.recorded}
 
 
 # Options that change the analysed process; with any of them set no closed form applies.
 _UNANALYSED_OPTIONS = {"block_length", "steps", "remasking", "factor", "bound"}
+
+
+def _block_causal_only(strategy: Any, spec: Any) -> bool:
+    """Whether `strategy` refuses the ideal model's canvas face and accepts its block-causal one
+    (indel-threshold runs on block-diffusion nets alone)."""
+    try:
+        strategy.check_model(spec.model(1))
+        return False
+    except ValueError:
+        try:
+            strategy.check_model(spec.model(1, block_causal=True))
+        except ValueError:
+            return False  # neither: decoding says why, in one line
+        return True
+
+
+def _edit_analytic(task: str, n: int, strategy: str, params: dict[str, Any]) -> float | None:
+    """The closed form of top-2 drafts with edits (`closed_forms.shuffle_edit_top2`; copy: 1), for
+    `edit-threshold threshold=1 min_k=2 edit_rule=gain` greedy without blocks; else None."""
+    from parallelbench.theory.closed_forms import shuffle_edit_top2
+
+    if strategy != "edit-threshold" or params.get("threshold") != 1.0 or params.get("min_k") != 2:
+        return None
+    if params.get("edit_rule") != "gain" or params.get("temperature") or params.get("block_length"):
+        return None
+    if task in ("copy", "replace_index"):
+        return 1.0  # every slot's conditional is its one token: nothing to edit
+    if task != "shuffle":
+        return None
+    form = shuffle_edit_top2(n, float(params.get("edit_threshold", 0.5)))
+    return None if form is None else form["final"]
 
 
 def _analysed(strategy: str, params: dict[str, Any]) -> bool:

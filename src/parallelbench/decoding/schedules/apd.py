@@ -43,6 +43,7 @@ def load_verifier(path: str) -> Any:
 
 @register_strategy("apd")
 class AdaptiveParallelDecoding(Strategy):
+    description = "APD: left to right, the longest draft prefix on which the dLLM and a causal verifier agree"
     Options = ApdOptions
     supports_block_causal = False  # drafts left to right across blocks with a causal verifier
     focus = "candidates"

@@ -33,6 +33,7 @@ class CreditOptions(DecodeOptions):
 
 @register_strategy("credit")
 class CreditDecoding(Strategy):
+    description = "CreditDecoding: the threshold rule on logits boosted by credit that stable predictions accumulate"
     Options = CreditOptions
     focus = "candidates"  # credit builds up where a step can commit (the active block)
 

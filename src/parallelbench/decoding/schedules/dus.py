@@ -46,6 +46,7 @@ class DusOptions(DecodeOptions):
 
 @register_strategy("dus")
 class DilatedUnmasking(Strategy):
+    description = "DUS: a fixed coarse-to-fine plan, about log2(block) groups of spread-out positions per block"
     Options = DusOptions
     focus = "candidates"
     commits_in_candidates = True

@@ -2,7 +2,8 @@
 
 Each step does two things with the same model call:
 - mask to token (M2T): candidates whose confidence exceeds `threshold` are committed
-  (the single most confident one if none is);
+  (at least the `min_k` most confident ones, one by default; `threshold=1 min_k=k` drafts
+  exactly k per step, top-k's parallel step with edits on top);
 - token to token (T2T): a position committed earlier in the active block is rewritten to
   the model's top token there (when that differs from it) under `edit_rule`:
   "gain" (default): p(top) - p(committed) > `edit_threshold`;
@@ -34,6 +35,7 @@ class EditThresholdOptions(DecodeOptions):
     edit_threshold: float = 0.5  # token-to-token: rewrite when the edit_rule's quantity exceeds this
     edit_rule: str = "gain"  # gain: p(new top) - p(committed) > E; confidence: p(new top) > E (LLaDA 2.1)
     post_steps: int = 0  # edit-only steps a block may stay active after its last mask is filled
+    min_k: int = 1  # mask-to-token: at least this many per step, the most confident first (threshold=1, min_k=k: top-k drafts)
 
 
 EDIT_RULES = ("gain", "confidence")
@@ -41,6 +43,7 @@ EDIT_RULES = ("gain", "confidence")
 
 @register_strategy("edit-threshold")
 class EditThreshold(Strategy):
+    description = "LLaDA 2.1: commit above threshold and rewrite committed tokens the model now prefers"
     rewrites = True  # edits / remasks written tokens: the engine keeps the repair record
     Options = EditThresholdOptions
     reads_decision_confidence = True
@@ -57,6 +60,8 @@ class EditThreshold(Strategy):
             raise option_error("edit_rule", o.edit_rule, " | ".join(EDIT_RULES))
         if o.post_steps < 0:
             raise option_error("post_steps", o.post_steps, "an integer >= 0 (0 = no edit-only steps)")
+        if o.min_k < 1:
+            raise option_error("min_k", o.min_k, "an integer >= 1 (tokens committed at least per step)")
 
     def max_steps(self, gen_length: int) -> int:
         return 8 * gen_length + 64 + self.options.post_steps * gen_length  # at most one held block per position
@@ -81,7 +86,11 @@ class EditThreshold(Strategy):
 
     def step(self, view: StepView) -> Decision:
         o = self.options
-        commit = selection.threshold(view.decision_confidence, view.candidates, o.threshold, view.confidence)
+        if o.min_k == 1:
+            commit = selection.threshold(view.decision_confidence, view.candidates, o.threshold, view.confidence)
+        else:
+            commit = selection.threshold_at_least(view.decision_confidence, view.candidates, o.threshold, o.min_k,
+                                                  view.confidence)
         pool = view.committed & view.in_block
         edit = torch.zeros_like(pool)
         top = view.canvas

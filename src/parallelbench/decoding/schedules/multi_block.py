@@ -47,6 +47,7 @@ class MultiBlockOptions(DecodeOptions):
 
 @register_strategy("multi-block")
 class MultiBlock(Strategy):
+    description = "d3LLM: several blocks in flight; every candidate whose entropy is at most threshold"
     Options = MultiBlockOptions
     focus = "candidates"  # replaced in `step` by the candidates of every block in flight
     supports_block_causal = False  # blocks in flight see each other: a canvas-model rule

@@ -79,6 +79,7 @@ def salience(counts: torch.Tensor) -> torch.Tensor:
 
 @register_strategy("pc-sampler")
 class PcSampler(TopKStrategy):
+    description = "PC-sampler: top-k by confidence, weighted toward the left and against frequent tokens"
     Options = PcSamplerOptions
 
     def __init__(self, **params: Any) -> None:

@@ -49,6 +49,7 @@ def top2_gap(view: StepView, where: torch.Tensor) -> tuple[torch.Tensor, torch.T
 
 @register_strategy("prophet")
 class Prophet(TopKStrategy):
+    description = "Prophet: confidence top-k, and all at once when every top-2 gap exceeds its staged threshold"
     kind = "adaptive"
     Options = ProphetOptions
 

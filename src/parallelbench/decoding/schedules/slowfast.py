@@ -31,6 +31,7 @@ class SlowFastOptions(DecodeOptions):
 
 @register_strategy("slowfast")
 class SlowFast(Strategy):
+    description = "SlowFast: one token per step until the confident span settles, then that span in parallel"
     Options = SlowFastOptions
     focus = "candidates"
 

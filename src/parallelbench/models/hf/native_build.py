@@ -103,6 +103,12 @@ def generation_eos_ids(folder: Path) -> list[int]:
     return [int(v) for v in values if isinstance(v, int) and not isinstance(v, bool)]
 
 
+def edit_token_ids(config: dict[str, Any]) -> dict[str, Any]:
+    """LLaDA 2.2's DELETE / SPLIT ids as config.json states them (None where it does not; the
+    `indel-threshold` strategy checks them against the vocabulary)."""
+    return {key: config.get(key) for key in ("delete_token_id", "split_token_id")}
+
+
 def build_native(ckpt: Checkpoint, opts: Any, *, device: str, dtype: Any, name: str) -> Any:
     """`HFDiffusionTextModel` over the native implementation of the checkpoint's family."""
     from parallelbench.models.hf.text_model import HFDiffusionTextModel
@@ -135,7 +141,7 @@ def build_native(ckpt: Checkpoint, opts: Any, *, device: str, dtype: Any, name: 
     if block_causal:
         from parallelbench.models.native.block_net import BlockCausalNet
 
-        net = BlockCausalNet(module, compile=bool(opts.compile), **common)
+        net = BlockCausalNet(module, compile=bool(opts.compile), **common, **edit_token_ids(config))
     else:
         from parallelbench.models.native.net import NativeDiffusionNet
 

@@ -86,7 +86,9 @@ class IdealBenchModel:
                 # thresholds decide on the noise-free confidence (issue 20): rows decoded before differ
                 "ideal_thresholds": "noise-free",
                 # the task's canvas, not the answer region (issue 25): tokens per step as for every model
-                "ideal_canvas": "generation-length"}
+                "ideal_canvas": "generation-length",
+                # written slots answer editing steps (issue 32): editing strategies' rows decoded before differ
+                "ideal_edits": "leave-one-out"}
 
     def _answers(self, sample: "Sample") -> list[str]:
         from parallelbench.tasks import valid_answers
@@ -163,6 +165,7 @@ class IdealBenchModel:
                     eos_id=tok.eos_id,
                     noise_std=self.noise_std,
                     seed=seed + offset,
+                    edits=bool(getattr(strategy, "rewrites", False)),  # editing steps get leave-one-out answers
                 )
                 prompts = torch.full((len(chunk), 1), tok.bos_id, dtype=torch.long)
                 template = None

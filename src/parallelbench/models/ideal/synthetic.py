@@ -51,8 +51,10 @@ class SyntheticTask:
     def answer_set(self) -> AnswerSet:
         return AnswerSet(self.answers)
 
-    def model(self, batch_size: int, *, noise_std: float = 0.0, seed: int = 0) -> IdealModel:
-        """An ideal model whose `batch_size` rows all share this task's one answer set."""
+    def model(self, batch_size: int, *, noise_std: float = 0.0, seed: int = 0, edits: bool = False,
+              block_causal: bool = False) -> IdealModel:
+        """An ideal model whose `batch_size` rows all share this task's one answer set (`edits`:
+        written slots get their leave-one-out conditional; `block_causal`: its block-causal face)."""
         return IdealModel(
             [self.answer_set()],
             vocab_size=self.vocab_size,
@@ -61,6 +63,8 @@ class SyntheticTask:
             row_sets=torch.zeros(batch_size, dtype=torch.long),
             noise_std=noise_std,
             seed=seed,
+            edits=edits,
+            block_causal=block_causal,
         )
 
     def is_valid(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,9 @@ It implements the block-causal contract (`models/protocols.py`, docs/architectur
   `forward_cached(ids, kv=, rows=, start=, position_ids=, attention_bias=, store=)`, the exact
   KV cache of finished blocks (`block_cache.BlockKV`), preallocated per (batch, length): the next
   decode of the same shape gets the same buffers back (zeroed), so a CUDA graph replays on them;
-- `compile=true`: both forwards compiled whole (`DiffusionTransformer.enable_compile`).
+- `compile=true`: both forwards compiled whole (`DiffusionTransformer.enable_compile`);
+- `delete_token_id` / `split_token_id`: the DELETE and SPLIT ids of LLaDA 2.2's insert/delete editing
+  (`indel-threshold`), from the config where it states them, else None.
 None of it reads a device value on the host.
 """
 
@@ -37,7 +39,7 @@ class BlockCausalNet(HFDiffusionNet):
 
     def __init__(self, model: torch.nn.Module, *, mask_id: int, eos_id: int, vocab_size: int,
                  stop_ids: Sequence[int] = (), pad_id: int | None = None, cache: str = "none", source: str = "",
-                 compile: bool = False):
+                 compile: bool = False, delete_token_id: int | None = None, split_token_id: int | None = None):
         if cache not in CACHE_MODES:
             raise ValueError(f"cache={cache!r} is invalid for a block-diffusion model: use none or block "
                              "(block: the exact KV cache of finished blocks)")
@@ -53,6 +55,7 @@ class BlockCausalNet(HFDiffusionNet):
         if compile:
             model.enable_compile()
         self._kv: BlockKV | None = None  # the last cache handed out, reused for the same (batch, length)
+        self.delete_token_id, self.split_token_id = delete_token_id, split_token_id
 
     @torch.no_grad()
     def forward(self, canvas: torch.Tensor, *, attention_mask: torch.Tensor | None = None,
