@@ -5,6 +5,8 @@ Heavy imports (torch, ray, pandas) happen inside the commands so `--help` stays 
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -23,6 +25,8 @@ Examples:
   parallelbench run --model tiny --tasks waiting_line/copy,waiting_line/shuffle --strategy confidence-topk --k 1,2,4
 
   parallelbench run --strategy my_module:MyStrategy --k 1,2 --baselines
+
+  parallelbench run --workers 2
 
   parallelbench run --spec grid.yaml --executor ray --workers 4
 
@@ -67,7 +71,7 @@ def run(
     db: Optional[str] = typer.Option(None, "--db", help="Results database (default ./parallelbench.db)."),
     out: Optional[str] = typer.Option(None, "--out", help="Folder for the report (default: beside the database, named after it: parallelbench.db -> ./parallelbench-out, tour.db -> ./tour-out)."),
     executor: Optional[str] = typer.Option(None, "--executor", help="local (default) or ray."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Ray actors (one per CPU or GPU worker; default 2)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Decoding processes: local worker processes (each loads the model once and decodes with --threads torch threads) or Ray actors. Default: every core this process may use, or one per visible GPU for a model on a GPU; 1 decodes in this process. Rows are the same for any number."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Existing Ray cluster address (default: start a local one)."),
     gpus_per_worker: Optional[float] = typer.Option(None, "--gpus-per-worker", help="Ray: GPUs each actor reserves (1 = one actor per GPU; default 0, CPU workers)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads per decoding process (default 1: oversubscribed cores slow decoding many times over; raise it for big CPU models on an idle machine)."),
@@ -75,7 +79,7 @@ def run(
     scoring: Optional[str] = typer.Option(None, "--scoring", help="Scoring mode: default (the project's rules) or paper (the reference metric's). Rows decoded before are scored again without decoding."),
     force: bool = typer.Option(False, "--force", help="Recompute rows even where matching ones are stored; the new rows become the current version, the old stay under `results --all-versions`."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report when the run ends."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress: a live bar on a terminal; piped or logged, a plain line at each 10% and at most every 30 s between."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print the plan; decode nothing, write nothing."),
 ) -> None:
     from rich.console import Console
@@ -176,18 +180,57 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
     from parallelbench.models.registry import ModelSpecError
     from parallelbench.runner.job import RunInterrupted
 
+    with _sigterm_as_interrupt() as terminated:
+        try:
+            result = run_job(spec, console, show_progress=show_progress)
+        except (ModelLoadError, RayUnavailable, StoreError, ModelSpecError) as exc:  # e.g. an API key the server rejects
+            _fail(str(exc))
+            return
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (turned into one above)
+            _interrupted(spec, console, exc.result.rows_added if isinstance(exc, RunInterrupted) else None, terminated)
+            return
+        try:
+            _finish(spec, result, console, report=report)
+        except KeyboardInterrupt:  # while the report is written: every row is saved already
+            _interrupted(spec, console, result.rows_added, terminated)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM during a run: ends it the way Ctrl-C does."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """While a run goes, SIGTERM (`kill`, `timeout`, a batch scheduler) raises like Ctrl-C, so finished
+    batches are saved and the same line is printed; yields a list that holds True once it came."""
+    came: list[bool] = []
+
+    def handler(signum, frame):
+        came.append(True)
+        raise _Terminated()
+
     try:
-        result = run_job(spec, console, show_progress=show_progress)
-    except (ModelLoadError, RayUnavailable, StoreError, ModelSpecError) as exc:  # e.g. an API key the server rejects
-        _fail(str(exc))
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (an embedding application): leave signals alone
+        yield came
         return
-    except KeyboardInterrupt as exc:
-        saved = exc.result.rows_added if isinstance(exc, RunInterrupted) else None
-        said = f"{counted(saved, 'row')} of this run {'is' if saved == 1 else 'are'} saved" if saved is not None \
-            else "finished batches are saved"
-        console.print(f"[yellow]interrupted[/yellow]: {said} in {spec.db}; re-run the same command to resume",
-                      soft_wrap=True, highlight=False)
-        raise typer.Exit(130)
+    try:
+        yield came
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(spec, console, saved: int | None, terminated: list[bool]) -> None:
+    """The one line of an interrupted run; exit 130 for Ctrl-C (SIGINT), 143 for SIGTERM (128 + signal)."""
+    said = f"{counted(saved, 'row')} of this run {'is' if saved == 1 else 'are'} saved" if saved is not None \
+        else "finished batches are saved"
+    console.print(f"[yellow]interrupted[/yellow]: {said} in {spec.db}; re-run the same command to resume",
+                  soft_wrap=True, highlight=False)
+    raise typer.Exit(143 if terminated else 130)
+
+
+def _finish(spec, result, console, *, report: bool) -> None:
+    """After the rows are saved: the report (or a summary), the precision line, where everything is."""
     if result.nothing_ran:
         skipped = ", ".join(sorted({t for _, t, _ in result.skipped}))
         _fail(f"nothing ran: every task was skipped ({skipped}); pick tasks the model can decode")
@@ -222,6 +265,9 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
     console.print("[dim]next: parallelbench results --db " + str(db_path) + "[/dim]")
     if result.failed:  # stored as failed rows, not as wrong answers; a re-run retries only those
         console.print(f"[bold red]{escape(result.failure_line())}[/bold red]", soft_wrap=True, highlight=False)
+    if result.lost or result.not_run:  # a worker process died: a re-run decodes what it lost
+        console.print(f"[bold red]{escape(result.lost_line())}[/bold red]", soft_wrap=True, highlight=False)
+    if result.failed or result.lost or result.not_run:
         raise typer.Exit(1)
 
 
