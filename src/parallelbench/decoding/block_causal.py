@@ -229,27 +229,27 @@ def decode_block_causal(
         active = torch.where(masked, block_of_column.unsqueeze(0), n_blocks).amin(dim=1)
         return torch.where(held, a_held, active) if holding else active
 
-    def next_call(going: torch.Tensor, a_held: int) -> list[torch.Tensor]:
-        """What the next step needs on the host, for the rows `going`: its block a, the highest block
-        of a row, the first column not stored, the rows in the window and their focus positions."""
-        active = active_blocks(a_held)
-        lowest = torch.where(going, active, n_blocks + 1).amin()
-        top = torch.where(going, active, -1).amax()
-        in_win = going & (active == lowest)
-        start = torch.where(in_win, kv_upto, grid.width).amin()
-        parts = [lowest.view(1), top.view(1), start.view(1), in_win.sum().view(1)]
+    def next_call(done: torch.Tensor, a_held: int) -> torch.Tensor:
+        """What the next step needs on the host, with the rows `done` [n] left out: [finished rows, its
+        block a, the highest block of a row, the first column not stored, rows in the window, their focus
+        positions]."""
+        act = torch.where(done, n_blocks + 1, active_blocks(a_held))
+        lowest = act.amin()
+        in_win = act == lowest
+        parts = [done.sum(), lowest, torch.where(done, -1, act).amax(), torch.where(in_win, kv_upto, grid.width).amin(),
+                 in_win.sum()]
         if counted:
-            cols = (block_of_column == lowest).unsqueeze(0) & in_win.unsqueeze(1)
-            parts.append((masked & cols).sum().view(1))
-        return parts
+            parts.append((masked & in_win.unsqueeze(1) & (block_of_column == lowest)).sum())
+        return torch.stack(parts)
 
     # One read of the device per step: its finished rows and the next call's layout; here for the set-up.
-    going = masked.any(dim=1)  # rows a template fills completely cost nothing
+    done = ~masked.any(dim=1)  # rows a template fills completely cost nothing
+    going = ~done
     holding = False  # whether `held` may hold a True
-    values = torch.cat([(~going).sum().view(1), *next_call(going, -1)]).tolist()
+    values = next_call(done, -1).tolist()
     n_done, plan = values[0], values[1:]
     if n_done:
-        finish(torch.nonzero_static(~going, size=n_done).squeeze(1))
+        finish(torch.nonzero_static(done, size=n_done).squeeze(1))
     n_live = n_rows - n_done
     waited = False  # whether any row has sat a step out (then own steps lag behind t)
     a_prev, a_start = -1, 0  # the block of the last step and the step it began at
@@ -436,10 +436,11 @@ def decode_block_causal(
             _log_step(log, win, canvas[:, h:], masked, editable, drafted, shift, fill)
         done = c_done if win.idx is None else torch.zeros(n_live, dtype=torch.bool, device=device).index_copy_(
             0, win.idx, c_done)
-        going = ~done
         # the step's one read of the device: finished rows and the next call's layout
-        values = torch.cat([done.sum().view(1), *next_call(going, a_prev)]).tolist()
+        values = next_call(done, a_prev).tolist()
         n_done, plan = values[0], values[1:]
+        if n_done:
+            going = ~done
         if n_done:
             finish(torch.nonzero_static(done, size=n_done).squeeze(1))
             n_live -= n_done

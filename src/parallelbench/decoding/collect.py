@@ -30,7 +30,7 @@ def to_host(tensors: list[torch.Tensor]) -> list[Any]:
     for i, t in enumerate(tensors):
         groups.setdefault(t.dtype, []).append(i)
     for idx in groups.values():
-        flat = torch.cat([tensors[i].reshape(-1) for i in idx]).cpu().tolist()
+        flat = torch.cat([tensors[i] if tensors[i].dim() == 1 else tensors[i].reshape(-1) for i in idx]).cpu().tolist()
         at = 0
         for i in idx:
             n = tensors[i].numel()

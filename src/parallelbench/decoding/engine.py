@@ -130,15 +130,15 @@ def decode(
             if held is not None:
                 block = torch.where(held, held_block, block)
             focus = masked & blocks.in_active_block(block, block_of)
-        return (focus & going.unsqueeze(1)).sum().view(1)
+        return (focus & going.unsqueeze(1)).sum()
 
     # Rows already complete (a template with no masks) cost nothing. One read of the device per
     # step (its finished rows, the next step's number of focus positions, what the model wants
     # to know for its next call), here for the set-up.
     going = masked.any(dim=1)
     counted = focus_kind != "all"
-    first = [(~going).sum().view(1)] + ([focus_count(masked, None, prev_block, going)] if counted else [])
-    values = torch.cat(first).tolist()
+    first = [(~going).sum()] + ([focus_count(masked, None, prev_block, going)] if counted else [])
+    values = torch.stack(first).tolist()
     n_done, n_focus = values[0], (values[1] if counted else 0)
     n_live = n_rows - n_done
     if n_done:
@@ -268,13 +268,11 @@ def decode(
             history.append((rows, new_gen.clone()))
 
         # the step's one read of the device: finished rows, the next step's focus, the model's plan
-        parts = [(~going).sum().view(1)]
+        parts = [(~going).sum()]
         if counted:
             parts.append(focus_count(masked, held, held_block, going))
         plan = host_plan(canvas, rows, going) if host_plan is not None else None
-        if plan is not None:
-            parts.append(plan.to(torch.long))
-        values = torch.cat(parts).tolist()
+        values = (torch.stack(parts) if plan is None else torch.cat([torch.stack(parts), plan.to(torch.long)])).tolist()
         n_done = values[0]
         if counted:
             n_focus = values[1]

@@ -196,6 +196,9 @@ class Block(nn.Module):
 
 
 
+RECOMPILE_LIMIT = 128  # compiled graphs per forward of a compile=true model (see enable_compile)
+
+
 class DiffusionTransformer(nn.Module):
     """Raw logits of a bidirectional masked-diffusion transformer (no logit shift: the net applies it).
 
@@ -232,6 +235,11 @@ class DiffusionTransformer(nn.Module):
         `dynamic` / `backend` go to torch.compile (tests: dynamic=True compiles each path once)."""
         if self._compiled is not None:
             return
+        # a decode meets a few dozen shapes per forward (rows finishing, the cache window's start and
+        # width, storing or not); under fullgraph=True torch's default of 8 recompiles is a hard error
+        dynamo_config = torch._dynamo.config
+        dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, RECOMPILE_LIMIT)
+        dynamo_config.accumulated_recompile_limit = max(dynamo_config.accumulated_recompile_limit, 8 * RECOMPILE_LIMIT)
         self._cuda_graphs = self.embed.weight.device.type == "cuda" and backend == "inductor"
         options: dict = {"fullgraph": True, "dynamic": dynamic, "backend": backend}
         if self._cuda_graphs:
