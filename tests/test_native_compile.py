@@ -27,7 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch.set_num_threads(1)
 PROMPTS = [[7, 9, 11, 13, 15, 17, 19, 21, 23], [8, 10, 12, 14, 16]]
 PATHS = {"llada": ("none", "dual"), "dream": ("none", "prefix"), "sdar": ("none", "block"),
-         "llada2": ("none", "block")}
+         "llada2": ("none", "block"), "lladamoe": ("none", "prefix")}
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +38,7 @@ def ckpts(tmp_path_factory):
         "dream": nc.write_checkpoint(root / "dream", "dream", num_hidden_layers=1),
         "sdar": bc.write_checkpoint(root / "sdar", "sdar", num_hidden_layers=1),
         "llada2": bc.write_checkpoint(root / "llada2", "llada2", num_hidden_layers=2),  # one dense, one MoE layer
+        "lladamoe": nc.write_checkpoint(root / "lladamoe", "lladamoe"),
     }
 
 

@@ -1,5 +1,5 @@
 """Native forwards read nothing on the host (issue 33 item 2): LLaDA, Dream, SDAR and LLaDA 2 MoE
-with every cache mode, on tiny random checkpoints in the published formats, counted with the
+(and LLaDA-MoE, on the same dispatch) with every cache mode, on tiny random checkpoints in the published formats, counted with the
 TorchDispatchMode of `parallelbench.decoding.host_syncs`."""
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch.set_num_threads(1)
 CASES = [("llada", "none"), ("llada", "prefix"), ("llada", "dual"), ("llada", "delayed"), ("dream", "none"),
          ("dream", "prefix"), ("dream", "dual"), ("dream", "delayed"), ("sdar", "none"), ("sdar", "block"),
-         ("llada2", "none"), ("llada2", "block")]
+         ("llada2", "none"), ("llada2", "block"), ("lladamoe", "none"), ("lladamoe", "prefix"),
+         ("lladamoe", "dual"), ("lladamoe", "delayed")]
 PROMPTS = [[7, 9, 11, 13, 15, 17, 19, 21, 23], [8, 10, 12, 14, 16], [30, 29, 28, 27, 26, 25, 24]]
 
 
@@ -32,7 +33,8 @@ PROMPTS = [[7, 9, 11, 13, 15, 17, 19, 21, 23], [8, 10, 12, 14, 16], [30, 29, 28,
 def ckpts(tmp_path_factory):
     root = tmp_path_factory.mktemp("syncs")
     return {"llada": nc.write_checkpoint(root / "llada", "llada"), "dream": nc.write_checkpoint(root / "dream", "dream"),
-            "sdar": bc.write_checkpoint(root / "sdar", "sdar"), "llada2": bc.write_checkpoint(root / "llada2", "llada2")}
+            "sdar": bc.write_checkpoint(root / "sdar", "sdar"), "llada2": bc.write_checkpoint(root / "llada2", "llada2"),
+            "lladamoe": nc.write_checkpoint(root / "lladamoe", "lladamoe")}
 
 
 def _drive(net, gen: int, block: int, plans: bool):
