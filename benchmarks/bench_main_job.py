@@ -4,14 +4,23 @@ Each run starts in a fresh temporary directory (an existing database would make 
 rerun skip everything) and includes interpreter start-up, model loading, decoding,
 scoring, the database and the report: what a user waits for.
 
-    python benchmarks/bench_main_job.py            # 3 runs
+    python benchmarks/bench_main_job.py            # 3 runs, default workers
+    python benchmarks/bench_main_job.py --workers 1,2 --runs 3   # paired: 1 and 2 workers, order alternating
     python benchmarks/bench_main_job.py --runs 1 -- --limit 2   # extra args go to `parallelbench run`
     python benchmarks/bench_main_job.py --quick    # one run, one task, one sample, no report (smoke test)
+
+With `--workers A,B,...` every round runs each count once (the order alternates round to round,
+so a load that drifts during the measurement falls on both sides) and prints, per run, the wall
+time, the CPU time of the run and its worker processes, and the load average before and after;
+then the median wall time per count and the median of the per-round ratios to the first count.
+`auto` stands for no --workers flag (the default).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -21,36 +30,75 @@ import time
 from pathlib import Path
 
 
-def one_run(extra: list[str]) -> tuple[float, int, str]:
+def one_run(extra: list[str]) -> tuple[float, float, int, str]:
+    """(wall seconds, CPU seconds of the run and its children, rows, model)."""
     with tempfile.TemporaryDirectory(prefix="pb-main-job-") as tmp:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         proc = subprocess.run(
             [sys.executable, "-m", "parallelbench.cli", "run", "--no-progress", *extra],
             cwd=tmp, capture_output=True, text=True,
         )
         elapsed = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if proc.returncode != 0:
             raise SystemExit(f"main job failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
         con = sqlite3.connect(str(Path(tmp) / "parallelbench.db"))
         rows, model = con.execute("SELECT COUNT(*), MIN(model) FROM results").fetchone()
         con.close()
-        return elapsed, rows, model
+        return elapsed, cpu, rows, model
+
+
+def _flags(count: str) -> list[str]:
+    return [] if count == "auto" else ["--workers", count]
+
+
+def paired(counts: list[str], runs: int, extra: list[str]) -> None:
+    walls: dict[str, list[float]] = {c: [] for c in counts}
+    ratios: dict[str, list[float]] = {c: [] for c in counts[1:]}
+    print(f"{os.cpu_count()} CPUs, {len(os.sched_getaffinity(0))} usable; extra arguments: {' '.join(extra) or '(none)'}")
+    print("| round | workers | wall | CPU (run + workers) | load average before → after | rows |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in range(runs):
+        order = counts if r % 2 == 0 else counts[::-1]
+        this: dict[str, float] = {}
+        for count in order:
+            load0 = os.getloadavg()[0]
+            wall, cpu, rows, model = one_run([*_flags(count), *extra])
+            load1 = os.getloadavg()[0]
+            this[count] = wall
+            walls[count].append(wall)
+            print(f"| {r + 1} | {count} | {wall:.1f} s | {cpu:.1f} s | {load0:.1f} → {load1:.1f} | {rows:,} ({model}) |",
+                  flush=True)
+        for count in counts[1:]:
+            ratios[count].append(this[count] / this[counts[0]])
+    for count in counts:
+        print(f"workers {count}: median wall {statistics.median(walls[count]):.1f} s over {runs} runs "
+              f"(min {min(walls[count]):.1f}, max {max(walls[count]):.1f})")
+    for count, values in ratios.items():
+        print(f"workers {count} / workers {counts[0]}: median of the {runs} paired ratios {statistics.median(values):.3f} "
+              f"(each: {', '.join(f'{v:.3f}' for v in values)})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workers", default=None, help="comma-separated worker counts to compare, e.g. 1,2 (auto: the default)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes that finish in seconds (smoke test; the figures mean nothing)")
     args, extra = parser.parse_known_args()
     extra = [a for a in extra if a != "--"]
     if args.quick:
         args.runs = 1
         extra = ["--tasks", "waiting_line/copy", "--strategy", "confidence-topk", "--k", "4", "--limit", "1", "--no-report", *extra]
+    if args.workers:
+        paired([c.strip() for c in args.workers.split(",") if c.strip()], args.runs, extra)
+        return
     times = []
     for i in range(args.runs):
-        elapsed, rows, model = one_run(extra)
+        elapsed, cpu, rows, model = one_run(extra)
         times.append(elapsed)
-        print(f"run {i + 1}: {elapsed:.1f} s  ({rows} rows, model {model})", flush=True)
+        print(f"run {i + 1}: {elapsed:.1f} s  ({cpu:.1f} s CPU, {rows} rows, model {model})", flush=True)
     print(f"median of {args.runs}: {statistics.median(times):.1f} s  (min {min(times):.1f}, max {max(times):.1f})")
 
 

@@ -182,3 +182,21 @@ def test_simulate_cli_prints_the_repair_line():
     assert "analytic 0.7222" in res.output and "at unmasking 0.6" in res.output and "mean edits 0.6" in res.output
     bad = CliRunner().invoke(app, ["theory", "simulate", "--strategy", "edit-threshold", "--param", "min_k"])
     assert bad.exit_code == 2 and "NAME=VALUE" in bad.output
+
+
+def test_indel_threshold_runs_on_the_block_face_and_its_loop_escape_repairs_shuffle():
+    """theory simulate picks the block-causal face for indel-threshold. Without post-edit rounds
+    (E = 0.9: no certain edit while masks remain) it is top-2; with them its loop escape repairs
+    many rows (n = 4: 0.375 -> about 0.84) and breaks none; edit-threshold with the same
+    confidence rule and no escape repairs none."""
+    samples = 3000
+    plain = simulate("shuffle", 4, "indel-threshold", samples=samples, seed=2, threshold=1.0, min_k=2,
+                     edit_threshold=0.9, post_steps=0)
+    assert _within(plain.measured, cf.shuffle_topk_accuracy(4, 2), samples) and plain.extra["mean_edits"] == 0.0
+    rounds = simulate("shuffle", 4, "indel-threshold", samples=samples, seed=3, threshold=1.0, min_k=2,
+                      edit_threshold=0.9, post_steps=4)
+    assert rounds.extra["recorded"] == samples and rounds.extra["broken"] == 0.0
+    assert rounds.measured > 0.75 and rounds.extra["repaired"] > 0.4
+    control = simulate("shuffle", 4, "edit-threshold", samples=samples, seed=3, threshold=1.0, min_k=2,
+                       edit_threshold=0.9, edit_rule="confidence", post_steps=4)
+    assert control.extra["repaired"] == 0.0 and _within(control.measured, cf.shuffle_topk_accuracy(4, 2), samples)

@@ -24,6 +24,8 @@ CONTRACT5_COLUMNS = [
     "order", "token_texts", "wall_time", "versions", "created_at",
     "dec_order_kendall", "dec_order_spearman", "dec_order_kendall_ignore_pad", "dec_order_spearman_ignore_pad",
     "ar_local", "ar_global",
+    "unmask_score", "unmask_output", "edits", "inserts", "deletes", "changed_tokens",
+    "answer_tokens", "answer_tps",
 ]
 
 

@@ -84,21 +84,25 @@ def _run_frame(tmp_path: Path):
         return store.frame()
 
 
-def test_parallelbench_run_and_parallelbench_lm_eval_agree(tmp_path: Path, monkeypatch) -> None:
-    task, limit = "waiting_line/insert_random", 6
-    monkeypatch.chdir(tmp_path)
+def lm_eval_samples(tmp_path: Path, task: str, limit: int, model_args: str) -> tuple[str, list[dict]]:
+    """Export `task`, evaluate it with `parallelbench lm-eval` and our model, return (task name, logged rows)."""
     res = runner.invoke(app, ["tasks", "export", "--format", "lm-eval", "--tasks", task, "--limit", str(limit),
                               "--out", "pb_tasks"])
     assert res.exit_code == 0, res.output
     name = lm_eval_task_name(task)
-    res = runner.invoke(app, ["lm-eval", "--model", "parallelbench",
-                              "--model_args", "model=tiny,strategy=confidence-topk,k=2,batch_size=8",
+    res = runner.invoke(app, ["lm-eval", "--model", "parallelbench", "--model_args", model_args,
                               "--include_path", "pb_tasks", "--tasks", name, "--limit", str(limit),
                               "--log_samples", "--output_path", "lm_out"])
     assert res.exit_code == 0, res.output
     logged = list((tmp_path / "lm_out").rglob(f"samples_{name}_*.jsonl"))
     assert logged, "lm-eval wrote no per-sample log"
-    rows = [json.loads(line) for line in logged[0].read_text().splitlines() if line.strip()]
+    return name, [json.loads(line) for line in logged[0].read_text().splitlines() if line.strip()]
+
+
+def test_parallelbench_run_and_parallelbench_lm_eval_agree(tmp_path: Path, monkeypatch) -> None:
+    task, limit = "waiting_line/insert_random", 6
+    monkeypatch.chdir(tmp_path)
+    name, rows = lm_eval_samples(tmp_path, task, limit, "model=tiny,strategy=confidence-topk,k=2,batch_size=8")
     assert len(rows) == limit
     via_lm_eval = {json.loads(r["doc"]["parallelbench_sample"])["id"]: float(r["score"]) for r in rows}
     assert all(r["arguments"]["gen_args_0"]["arg_1"]["parallelbench"]["tokens_per_step"] == pytest.approx(2.0)
@@ -388,3 +392,24 @@ def test_the_ideal_model_names_the_task_and_the_reason_where_it_cannot_decode() 
     copy = get_task("waiting_line/copy").samples(1)[0]
     ok = _instance(doc_of(copy)["text"], {"until": [], "max_gen_toks": 32}, doc_of(copy))
     assert lm.generate_until([ok]) == [copy.answer]  # a task it can list decodes as before
+
+
+def test_lm_eval_reports_edits_and_unmask_score_as_run_stores_them(tmp_path: Path, monkeypatch) -> None:
+    """The same editing decode through `parallelbench lm-eval` and `parallelbench run`: lm-eval's
+    per-sample unmask_score and edits equal the run's columns, and its results aggregate them."""
+    task, limit = "waiting_line/shuffle", 6
+    monkeypatch.chdir(tmp_path)
+    name, rows = lm_eval_samples(tmp_path, task, limit, "model=tiny,strategy=edit-threshold,threshold=0.3,"
+                                                        "edit_threshold=0.1,post_steps=2,batch_size=8")
+    via_lm_eval = {json.loads(r["doc"]["parallelbench_sample"])["id"]: (r["unmask_score"], r["edits"]) for r in rows}
+    db = tmp_path / "run.db"
+    res = runner.invoke(app, ["run", "--model", "tiny", "--tasks", task, "--strategy", "edit-threshold", "--threshold",
+                              "0.3", "--param", "edit_threshold=0.1", "--param", "post_steps=2", "--limit", str(limit),
+                              "--db", str(db), "--no-report", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    via_run = {str(r.sample_id): (float(r.unmask_score), float(r.edits)) for r in _run_frame(tmp_path).itertuples()}
+    assert via_lm_eval == via_run
+    assert sum(e for _, e in via_run.values()) > 0  # something was edited
+    results = json.loads(next((tmp_path / "lm_out").rglob("results_*.json")).read_text())["results"][name]
+    assert results["unmask_score,none"] == pytest.approx(100 * sum(u for u, _ in via_run.values()) / limit)
+    assert results["edits,none"] == pytest.approx(sum(e for _, e in via_run.values()) / limit)

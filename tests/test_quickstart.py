@@ -32,18 +32,37 @@ def _dry(target: str, venv: Path) -> str:
     return out.stdout
 
 
+def _stamp(path: Path) -> None:
+    path.touch()
+    later = (ROOT / "pyproject.toml").stat().st_mtime + 10
+    os.utime(path, (later, later))
+
+
 def test_setup_runs_on_a_fresh_venv_and_is_skipped_once_done(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     fresh = _dry("test", venv)
     assert "pip install" in fresh and "-e \".[all]\"" in fresh and "pytest" in fresh
     (venv / "bin").mkdir(parents=True)
-    stamp = venv / ".parallelbench-installed"
-    stamp.touch()
-    later = (ROOT / "pyproject.toml").stat().st_mtime + 10
-    os.utime(stamp, (later, later))
+    _stamp(venv / ".parallelbench-installed")
+    _stamp(venv / ".parallelbench-main")  # a full set-up covers the main job too
     again = _dry("test", venv)
     assert "pip install" not in again and "pytest" in again  # second call: straight to the tests
     assert "parallelbench run" in _dry("run", venv) and "pip install" not in _dry("run", venv)
+
+
+def test_make_run_installs_only_what_the_main_job_needs(tmp_path: Path) -> None:
+    """`make run` installs the `main` extra (the report's plotting), not `all` (issue 35 item 11)."""
+    import tomllib
+
+    venv = tmp_path / "venv"
+    fresh = _dry("run", venv)
+    assert "-e \".[main]\"" in fresh and ".[all]" not in fresh and "parallelbench run" in fresh
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras["main"] == ["parallelbench[report]"]
+    (venv / "bin").mkdir(parents=True)
+    _stamp(venv / ".parallelbench-main")  # after `make run`: the main job again installs nothing,
+    assert "pip install" not in _dry("run", venv)
+    assert "-e \".[all]\"" in _dry("test", venv)  # and `make test` adds the rest
 
 
 def test_tour_keeps_its_results_apart_from_the_main_job() -> None:

@@ -313,3 +313,4 @@ def test_ideal_runs_store_repair_columns_that_repair_and_never_break(tmp_path):
         assert r.unmask_score == score(samples[r.sample_id], answer).score
         assert r.changed_tokens <= r.edits and (r.edits > 0 or pd.isna(r.unmask_output))
     assert edit["edits"].sum() > 0
+

@@ -214,7 +214,7 @@ def test_summary_readable_at_80_columns() -> None:
     for i in range(3):
         for j in range(12):
             assert f"{(i * 12 + j) / 100:.2f} ± " in text  # score ± half-width of its interval
-    assert "1 samples per cell" in text and text.count("· 1.5") >= 36
+    assert "1 sample per cell" in text and text.count("· 1.5") >= 36
 
 
 # -- 6: unknown strategy names the valid ones once ------------------------------------------

@@ -48,7 +48,7 @@ def _pool(runner: _Runner) -> RayPool:
     worker = _Worker([], None)
     worker.runner = runner
     pool = RayPool.__new__(RayPool)
-    pool.ray, pool.kind, pool.skipped = _FakeRay(), "fake", {}
+    pool.ray, pool.kind, pool.skipped, pool.waiting, pool._waits = _FakeRay(), "fake", {}, None, {}
     pool.actors = [SimpleNamespace(run=_Remote(worker.run))]
     return pool
 

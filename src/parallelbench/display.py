@@ -29,3 +29,15 @@ def display_name(value: object, limit: int = LIMIT) -> str:
     if len(cleaned) > limit:
         cleaned = cleaned[: limit - 1] + "\u2026"
     return cleaned
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 task point', '2 task points', '1,024 rows': a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def about(subject: str, message: str, joint: str = ": ") -> str:
+    """`subject: message` (`joint` between them), or the message alone when it already names the
+    subject (no `'hf:X': 'hf:X' has no EOS token`); the subject is found with or without quotes."""
+    quoted = subject[subject.index("'"):subject.rindex("'") + 1] if subject.count("'") >= 2 else subject
+    return message if quoted in message else f"{subject}{joint}{message}"

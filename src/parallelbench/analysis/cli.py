@@ -29,6 +29,9 @@ FILTER_HELP = {
     "strategy": "Only these strategies: names (confidence-topk) or config labels as tables show them, comma-separated.",
     "pb_rule": "PB rule: site (the public leaderboard's walk, default) or max (the authors' pb analyze: largest "
                "tokens per step of any setting at >= x%); see docs/report.md.",
+    "tps": "Tokens per step the PB columns and AUP use: window (every position committed on the canvas, EOS padding "
+           "included; the default and the authors' metric) or answer (tokens before the first stop token); see "
+           "docs/report.md.",
 }
 
 
@@ -41,6 +44,27 @@ def _selected(db: Path, model: Optional[str], tasks: Optional[str], strategy: Op
         return select(load_frame(db), model, tasks, strategy)
     except (FileNotFoundError, ResultsDatabaseError, SelectionError) as err:
         _fail(str(err))
+
+
+def _check_tps(tps: str) -> str:
+    from parallelbench.tps import TpsMeasureError, check_measure
+
+    try:
+        return check_measure(tps)
+    except TpsMeasureError as err:
+        _fail(f"--tps: {err}")
+
+
+def _scorer_error_lines(frame) -> None:
+    """One yellow line per scorer that failed on rows of `frame` (left out, not counted as 0)."""
+    from rich.console import Console
+
+    from parallelbench.analysis.terminal import print_line
+    from parallelbench.scoring.errors import frame_errors
+
+    console = Console()
+    for group in frame_errors(frame):
+        print_line(console, group.line(), "yellow")
 
 
 def _check_rule(rule: str) -> str:
@@ -62,6 +86,7 @@ def leaderboard(
     tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help=FILTER_HELP["tasks"]),
     strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help=FILTER_HELP["strategy"]),
     pb_rule: str = typer.Option("site", "--pb-rule", help=FILTER_HELP["pb_rule"]),
+    tps: str = typer.Option("window", "--tps", help=FILTER_HELP["tps"]),
     as_json: bool = typer.Option(False, "--json", help="Print {strategy: {threshold: tokens per step}} as JSON (--pb-rule max: null where no setting qualifies, plus the pooled 'all strategies (pooled)' entry)."),
 ) -> None:
     """Rank strategies by the most tokens per step they sustain above each accuracy threshold, with AUP beside it.
@@ -69,6 +94,8 @@ def leaderboard(
     Entries are ranked only on the tasks and samples they all decoded (a line says what was left out).
 
     Example: parallelbench leaderboard --db parallelbench.db --model tiny --tasks waiting_line --pb-rule max
+
+    Example: parallelbench leaderboard --db parallelbench.db --tps answer
 
     Example: parallelbench leaderboard --curves parallelbench-out/curves/tiny --thresholds 90,80,70,60
     """
@@ -80,13 +107,18 @@ def leaderboard(
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--thresholds") from None
     rule = _check_rule(pb_rule)
+    measure = _check_tps(tps)
     if curves is not None:
+        if measure != "window":
+            _fail("--tps answer needs a results database (--db): curve files hold one tokens-per-step column")
         boards, source = _curve_boards(curves, levels, rule, model, tasks, strategy)
     else:
         from parallelbench.analysis.board import build_boards
 
         frame = _selected(db, model, tasks, strategy)
-        boards = build_boards(frame, levels, rule, intervals=not as_json, aup_intervals=False) if len(frame) else []
+        if not as_json:
+            _scorer_error_lines(frame)
+        boards = build_boards(frame, levels, rule, intervals=not as_json, aup_intervals=False, tps=measure) if len(frame) else []
         source = str(db)
     if as_json:
         merged = {}
@@ -97,6 +129,9 @@ def leaderboard(
         typer.echo(json.dumps(merged, indent=2))
         return
     if not boards or all(b.table.empty for b in boards):
+        if curves is None and len(frame):
+            _fail(f"no results to rank in {source}: every selected row is a scorer error (see the line above); "
+                  "fix the scorer and run `parallelbench run` again (the outputs are scored again without decoding)")
         _fail(f"no results to rank in {source}; run `parallelbench run` first")
     from rich.console import Console
 
@@ -153,6 +188,7 @@ def report(
     tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help=FILTER_HELP["tasks"]),
     strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help=FILTER_HELP["strategy"]),
     pb_rule: str = typer.Option("site", "--pb-rule", help=FILTER_HELP["pb_rule"]),
+    tps: str = typer.Option("window", "--tps", help=FILTER_HELP["tps"]),
 ) -> None:
     """Write a self-contained HTML report (works offline) plus PNG/SVG figures.
 
@@ -163,6 +199,7 @@ def report(
     if x_scale not in ("log2", "linear"):
         _fail(f"--x-scale must be log2 or linear, not {x_scale!r}")
     rule = _check_rule(pb_rule)
+    measure = _check_tps(tps)
     from parallelbench.analysis.report import ResultsDatabaseError, write_report
     from parallelbench.analysis.selection import SelectionError
     from parallelbench.outputs import OutputError, check_folder, output_error, report_folder
@@ -170,7 +207,8 @@ def report(
     out = out if out is not None else report_folder(db)
     try:
         check_folder(out, "the report")
-        path = write_report(db, out, x_scale=x_scale, pb_rule=rule, models=model, tasks=tasks, strategies=strategy)
+        path = write_report(db, out, x_scale=x_scale, pb_rule=rule, models=model, tasks=tasks, strategies=strategy,
+                            tps=measure)
     except (FileNotFoundError, ResultsDatabaseError, OutputError, SelectionError) as err:
         _fail(str(err))
     except OSError as err:  # disk full or permissions changed while writing

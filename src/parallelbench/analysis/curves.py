@@ -204,31 +204,44 @@ def _tps(group: pd.DataFrame, tps_mode: str) -> float:
 CI_COLUMNS = ["ci_low", "ci_high", "ci_method"]
 
 
-def task_points(frame: pd.DataFrame, tps_mode: str = "ratio") -> pd.DataFrame:
+def task_points(frame: pd.DataFrame, tps_mode: str = "ratio", intervals: bool = True) -> pd.DataFrame:
     """One row per (model, config, task): accuracy (%) with its 95% interval, tokens per step,
-    samples, mean NFE.
+    answer tokens per step, samples, mean NFE.
 
     `n` counts distinct samples (a sample decoded under several seeds counts once; `rows`
     counts decodes). `ci_low`/`ci_high` follow `uncertainty.interval`: Wilson for 0/1
-    scores, a bootstrap over samples otherwise, clustered by sample when seeds repeat.
+    scores, a bootstrap over samples otherwise, clustered by sample when seeds repeat
+    (`intervals=False`: NaN, for callers that need only the points). `answer_tps` is the
+    ratio of sums of the tokens before the first stop token (`parallelbench.tps`) over NFE,
+    NaN where a row's answer count is unknown.
     """
-    columns = POINT_KEYS + ["task", "accuracy", "ci_low", "ci_high", "ci_method", "tps", "n", "rows", "nfe", "knob"]
+    columns = POINT_KEYS + ["task", "accuracy", "ci_low", "ci_high", "ci_method", "tps", "answer_tps", "n", "rows",
+                            "nfe", "knob"]
     if frame is None or len(frame) == 0:
         return pd.DataFrame(columns=columns)
-    data = with_curves(frame)
+    from parallelbench.tps import with_answer_columns
+
+    data = with_curves(with_answer_columns(frame))
     rows = []
     for key, group in data.groupby(POINT_KEYS + ["task"], sort=True, dropna=False):
         clusters = list(group["sample_id"]) if "sample_id" in group else None
-        ci = interval(group["score"].to_numpy(dtype=float), clusters)
+        scores = group["score"].to_numpy(dtype=float)
+        if intervals:
+            ci = interval(scores, clusters)
+            low, high, method, n = ci.low, ci.high, ci.method, ci.n
+        else:
+            low = high = float("nan")
+            method, n = "none", len(set(clusters)) if clusters is not None else len(group)
         rows.append(
             dict(
                 zip(POINT_KEYS + ["task"], key),
                 accuracy=100.0 * float(group["score"].mean()),
-                ci_low=100.0 * ci.low,
-                ci_high=100.0 * ci.high,
-                ci_method=ci.method,
+                ci_low=100.0 * low,
+                ci_high=100.0 * high,
+                ci_method=method,
                 tps=_tps(group, tps_mode),
-                n=int(ci.n) if clusters is not None else int(len(group)),
+                answer_tps=_answer_tps(group),
+                n=int(n) if clusters is not None else int(len(group)),
                 rows=int(len(group)),
                 nfe=float(group["nfe"].mean()),
                 knob=knob_label(str(key[1]), group["params_dict"].iloc[0]),
@@ -237,18 +250,30 @@ def task_points(frame: pd.DataFrame, tps_mode: str = "ratio") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def _answer_tps(group: pd.DataFrame) -> float:
+    answer = pd.to_numeric(group["answer_tokens"], errors="coerce")
+    nfe = float(pd.to_numeric(group["nfe"], errors="coerce").sum())
+    if answer.isna().any() or not nfe > 0:
+        return float("nan")
+    return float(answer.sum()) / nfe
+
+
 def average_points(points: pd.DataFrame) -> pd.DataFrame:
     """Task-averaged operating points: each task weighs the same (paper figure 7).
 
     The interval combines the tasks' intervals (`uncertainty.combine`, MOVER); `n` is the
     number of samples summed over tasks.
     """
-    columns = POINT_KEYS + ["accuracy", "ci_low", "ci_high", "ci_method", "tps", "n_tasks", "n", "knob"]
+    columns = POINT_KEYS + ["accuracy", "ci_low", "ci_high", "ci_method", "tps", "answer_tps", "n_tasks", "n", "knob"]
     if len(points) == 0:
         return pd.DataFrame(columns=columns)
+    if "answer_tps" not in points:
+        points = points.assign(answer_tps=float("nan"))
     grouped = points.groupby(POINT_KEYS, sort=True, dropna=False)
-    out = grouped.agg(accuracy=("accuracy", "mean"), tps=("tps", "mean"), n_tasks=("task", "nunique"), n=("n", "sum")).reset_index()
-    if "ci_low" in points:
+    out = grouped.agg(accuracy=("accuracy", "mean"), tps=("tps", "mean"), n_tasks=("task", "nunique"), n=("n", "sum"),
+                      answer_tps=("answer_tps", lambda v: float(v.mean()) if v.notna().all() else float("nan"))
+                      ).reset_index()
+    if "ci_low" in points and points["ci_low"].notna().any():
         bounds = {key: combine(g["accuracy"], g["ci_low"], g["ci_high"])[1:] for key, g in grouped}
         keys = list(zip(*(out[k] for k in POINT_KEYS)))
         out["ci_low"] = [bounds[k][0] for k in keys]
@@ -262,7 +287,7 @@ def average_points(points: pd.DataFrame) -> pd.DataFrame:
     return out[columns].sort_values(["model", "curve", "tps"], kind="stable").reset_index(drop=True)
 
 
-def curves(frame: pd.DataFrame, tps_mode: str = "ratio") -> tuple[pd.DataFrame, pd.DataFrame]:
+def curves(frame: pd.DataFrame, tps_mode: str = "ratio", intervals: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-task points, task-averaged points) for a results frame."""
-    per_task = task_points(frame, tps_mode)
+    per_task = task_points(frame, tps_mode, intervals)
     return per_task, average_points(per_task)

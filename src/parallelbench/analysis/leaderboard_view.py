@@ -1,8 +1,10 @@
-"""`parallelbench leaderboard` at the console: every name readable at 80 columns and in a pipe.
+"""`parallelbench leaderboard` at the console: every name and every number whole at any width and in a pipe.
 
-When the table with whole strategy names fits the console it is printed as is; otherwise
-strategies become S1, S2 ... with their names in a legend under the table (the per-task
-AUP table always numbers them, with the same ids). Headers are short and never wrap.
+When the table with whole strategy names fits the console it is printed as is (each interval
+moved under its value if that makes it fit); otherwise strategies become S1, S2 ... with their
+names in a legend under the table (the per-task AUP table always numbers them, with the same
+ids), and where even that is too wide, value columns are dropped from the right with a line
+naming them. Headers are short and never wrap; no cell is ever cut (`terminal.print_table`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from rich.text import Text
 from parallelbench.analysis.board import Board, ranking_line
 from parallelbench.analysis.leaderboard import threshold_name
 from parallelbench.analysis.pb_rules import RULE_TEXT
-from parallelbench.analysis.terminal import distinct_labels, fits, legend_lines, print_legend, print_line, short_ids
+from parallelbench.analysis.terminal import (distinct_labels, dropped_line, fit_columns, fits, legend_lines,
+                                             print_legend, print_line, print_table, short_ids)
 from parallelbench.display import display_name
+from parallelbench.tps import TPS_NAME, TPS_TEXT, measure_line
 
 
 def headline_cell(row, name: str, two_lines: bool = False) -> str:
@@ -45,23 +49,43 @@ def _aup_text(value) -> str:
     return "–" if value is None or value != value else f"{value:.1f}"
 
 
-def _main_table(board: Board, ids: list[str], compact: bool) -> Table:
+def _plain(value) -> str:
+    return "–" if value is None or value != value else f"{value:.2f}"
+
+
+#: The mark after a strategy whose ranking left out rows whose scorer failed.
+FLAG = "!"
+
+
+def _columns(board: Board) -> list[tuple[str, str]]:
+    """(key, header) of every value column, in display order: the ranking headline, the same on
+    the other tokens per step, the other thresholds, AUP."""
     names = [threshold_name(t) for t in board.thresholds]
-    table = Table(show_lines=compact)
+    out = [(names[0], f"≥{names[0]}%")]
+    if board.other_column in board.table:
+        out.append((board.other_column, f"{board.other_column.split('_')[1]} ≥{names[0]}%"))
+    out += [(n, f"≥{n}%") for n in names[1:]]
+    return out + [("AUP", "AUP")]
+
+
+def _main_table(board: Board, ids: list[str], compact: bool, stacked: bool, columns: list[tuple[str, str]]) -> Table:
+    names = {threshold_name(t) for t in board.thresholds}
+    table = Table(show_lines=stacked)
     table.add_column("#", justify="right", no_wrap=True)
     if compact:
         table.add_column("id", no_wrap=True)
     else:
         table.add_column("strategy", no_wrap=True)
         table.add_column("kind", no_wrap=True)
-    for name in names:
-        table.add_column(f"≥{name}%", justify="right", no_wrap=True)
-    table.add_column("AUP", justify="right", no_wrap=True)
+    for _, header in columns:  # stacked cells: a two-word header stacks too
+        table.add_column(header.replace(" ", "\n") if stacked else header, justify="right", no_wrap=True)
     labels = distinct_labels(list(board.table["strategy"]))
     for i, (_, row) in enumerate(board.table.iterrows()):
-        label = [ids[i]] if compact else [Text(labels[i]), Text(display_name(row["kind"]))]
-        table.add_row(_rank_text(board.table, i, row), *label,
-                      *(headline_cell(row, n, compact) for n in names), _aup_text(row.get("AUP")))
+        flag = FLAG if row["strategy"] in board.flagged else ""
+        label = [ids[i] + flag] if compact else [Text(labels[i] + flag), Text(display_name(row["kind"]))]
+        cells = [headline_cell(row, key, stacked) if key in names else
+                 _aup_text(row.get(key)) if key == "AUP" else _plain(row.get(key)) for key, _ in columns]
+        table.add_row(_rank_text(board.table, i, row), *label, *cells)
     return table
 
 
@@ -91,15 +115,40 @@ def _aup_tables(console: Console, board: Board, ids_of: dict[str, str]) -> list[
 
 
 def print_board(console: Console, board: Board) -> None:
+    """The ranked table, as wide as the console allows: whole names and one-line cells; else each
+    interval under its value; else S1, S2 ... ids with a legend; else value columns dropped from the
+    right (a line says which); never a cut number."""
     table = board.table
     ids = short_ids("S", len(table))
     ids_of = dict(zip(table["strategy"], ids))
-    wide = _main_table(board, ids, compact=False)
-    compact = not fits(console, wide)
-    console.print(_main_table(board, ids, compact=True) if compact else wide)
-    legend = legend_lines(ids, list(table["strategy"]), [display_name(k) for k in table["kind"]])
+    columns = _columns(board)
+    compact, dropped = False, []
+    chosen = None
+    for stacked in (False, True):
+        candidate = _main_table(board, ids, False, stacked, columns)
+        if fits(console, candidate):
+            chosen = candidate
+            break
+    if chosen is None:
+        compact = True
+        chosen, dropped = fit_columns(console, lambda kept: _main_table(board, ids, True, True, columns[:1] + kept),
+                                      columns[1:])
+    print_table(console, chosen)
+    legend = legend_lines(ids, list(table["strategy"]),
+                          [display_name(k) + (f"; {FLAG} scorer errors left out" if s in board.flagged else "")
+                           for s, k in zip(table["strategy"], table["kind"])])
     if compact:
         print_legend(console, legend)
+    if dropped:
+        print_line(console, dropped_line([header for _, header in dropped], "leaderboard"), "yellow")
+    if board.flagged:
+        print_line(console, f"{FLAG}: some rows of this strategy are scorer errors (see the line above); they are "
+                            "left out of its ranking, not counted as 0", "yellow")
+    if board.other_column in table:
+        other = board.other_column.split("_")[1]
+        first = threshold_name(board.thresholds[0])
+        print_line(console, f"{other} ≥{first}%: PB{first} on {TPS_NAME[other]} ({TPS_TEXT[other]}; no interval); "
+                            f"--tps {other} ranks on it", "dim")
     if board.pooled is not None and len(board.pooled):
         names = [threshold_name(t) for t in board.thresholds]
         for _, row in board.pooled.iterrows():
@@ -110,7 +159,7 @@ def print_board(console: Console, board: Board) -> None:
         print_line(console, "AUP per task (accuracy under parallelism, d3LLM leaderboard definition; y_max over the "
                             "rows shown; higher is better)", "bold")
         for part in aup_tables:
-            console.print(part)
+            print_table(console, part)
         if compact:
             print_line(console, "S1, S2 ...: the strategies named under the leaderboard above", "dim")
         else:
@@ -121,8 +170,9 @@ def print_boards(console: Console, boards: list[Board], source: str) -> None:
     """Every board, the ranking column and its direction, the rule, and notes, at the console's width."""
     print_line(console, f"Leaderboard ({source}): tokens per step sustained at task-averaged accuracy ≥ threshold", "bold")
     first = boards[0]
-    print_line(console, ranking_line(first.thresholds, first.rule))
+    print_line(console, ranking_line(first.thresholds, first.rule, first.tps))
     print_line(console, f"PB rule: {RULE_TEXT[first.rule]}")
+    print_line(console, measure_line(first.tps))
     for board in boards:
         if board.note:
             print_line(console, board.note, "yellow")

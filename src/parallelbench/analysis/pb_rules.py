@@ -80,12 +80,17 @@ def _top_k(params: dict, max_tokens: float) -> float:
     return math.nan
 
 
-def max_rule_tps(data: pd.DataFrame) -> np.ndarray:
+def max_rule_tps(data: pd.DataFrame, tps: str = "window") -> np.ndarray:
     """Tokens per step of every row as `pb analyze` counts it: k for top-k settings, 1 for
     autoregressive rows (one token per call), max_tokens / NFE otherwise; NaN when the row
-    has no forward passes. `data` is `curves.with_curves(frame)`."""
-    lengths = generation_lengths(data).to_numpy(float)
+    has no forward passes. `data` is `curves.with_curves(frame)`. With `tps="answer"` (`data`
+    from `tps.measured(frame, "answer")`) every row's own answer tokens / NFE instead."""
     nfe = pd.to_numeric(data["nfe"], errors="coerce").to_numpy(float)
+    if tps == "answer":
+        tokens = pd.to_numeric(data["num_tokens"], errors="coerce").to_numpy(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(nfe > 0, tokens / nfe, np.nan)
+    lengths = generation_lengths(data).to_numpy(float)
     kinds = data["strategy_kind"].astype(str).to_numpy()
     out = np.full(len(data), np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -103,23 +108,23 @@ def max_rule_tps(data: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def _labelled(frame: pd.DataFrame) -> pd.DataFrame:
+def _labelled(frame: pd.DataFrame, tps: str = "window") -> pd.DataFrame:
     data = with_curves(frame)
     data = data[np.isfinite(pd.to_numeric(data["score"], errors="coerce").to_numpy(float))].copy()
     several = data["model"].nunique() > 1
     data["label"] = (data["model"].astype(str) + "/" + data["curve"].astype(str)) if several else data["curve"].astype(str)
-    data["max_tps"] = max_rule_tps(data)
+    data["max_tps"] = max_rule_tps(data, tps)
     return data[np.isfinite(data["max_tps"].to_numpy(float))]
 
 
-def max_rule_points(frame: pd.DataFrame) -> pd.DataFrame:
+def max_rule_points(frame: pd.DataFrame, tps: str = "window") -> pd.DataFrame:
     """One row per (model, setting): `accuracy` (%) and `tps` as the max rule averages them
     (per task the mean over rows, then the mean over tasks), `label` (the leaderboard's
-    strategy name), `strategy_kind`, `n_tasks`."""
+    strategy name), `strategy_kind`, `n_tasks`; `tps` as in `max_rule_tps`."""
     columns = ["model", "label", "config", "strategy_kind", "accuracy", "tps", "n_tasks"]
     if frame is None or len(frame) == 0:
         return pd.DataFrame(columns=columns)
-    data = _labelled(frame)
+    data = _labelled(frame, tps)
     if data.empty:
         return pd.DataFrame(columns=columns)
     data["score100"] = 100.0 * data["score"].astype(float)
@@ -136,11 +141,13 @@ def pb_max(points: Iterable[tuple[float, float]], threshold: float) -> float | N
     return max(qualifying) if qualifying else None
 
 
-def max_rule_table(frame: pd.DataFrame, thresholds: Sequence[float], *, pooled: bool = False) -> pd.DataFrame:
+def max_rule_table(frame: pd.DataFrame, thresholds: Sequence[float], *, pooled: bool = False,
+                   tps: str = "window") -> pd.DataFrame:
     """The leaderboard table under the max rule: columns strategy, kind, one per threshold
     (NaN where no setting qualifies, `pb analyze`'s None), points; best first (NaN last).
-    With `pooled`, one row per model instead: every setting of every strategy (kind "pooled")."""
-    points = max_rule_points(frame)
+    With `pooled`, one row per model instead: every setting of every strategy (kind "pooled").
+    `tps` as in `max_rule_tps`."""
+    points = max_rule_points(frame, tps)
     if pooled:
         several = points["model"].nunique() > 1
         groups = [((f"{m}/{POOLED}" if several else POOLED), "pooled", g) for m, g in points.groupby("model", sort=True)]

@@ -55,19 +55,21 @@ def _arrays(data: pd.DataFrame) -> tuple[list[str], dict]:
 
 
 def headline_intervals(frame: pd.DataFrame, thresholds: Sequence[float], *, reps: int = HEADLINE_REPS,
-                       seed: int = BOOTSTRAP_SEED, with_aup: bool = True, rule: str = "site") -> pd.DataFrame:
+                       seed: int = BOOTSTRAP_SEED, with_aup: bool = True, rule: str = "site",
+                       tps: str = "window") -> pd.DataFrame:
     """One row per strategy (labelled as `leaderboard.curves_from_points` does): for each
     threshold name and, with `with_aup`, for "AUP", the columns `<name>_ci_low` and
     `<name>_ci_high` (2.5th and 97.5th percentiles of the bootstrap headlines). `rule` is the
     PB rule of the thresholds (`pb_rules.PB_RULES`)."""
-    return bootstrap_intervals(frame, thresholds, reps=reps, seed=seed, with_aup=with_aup, rule=rule)[0]
+    return bootstrap_intervals(frame, thresholds, reps=reps, seed=seed, with_aup=with_aup, rule=rule, tps=tps)[0]
 
 
 def bootstrap_intervals(frame: pd.DataFrame, thresholds: Sequence[float], *, reps: int = HEADLINE_REPS,
-                        seed: int = BOOTSTRAP_SEED, with_aup: bool = True, rule: str = "site"
+                        seed: int = BOOTSTRAP_SEED, with_aup: bool = True, rule: str = "site", tps: str = "window"
                         ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(`headline_intervals`' table, per-task AUP intervals): the second has one row per
-    (strategy, task) with `ci_low`, `ci_high` of that task's AUP, from the same replicates."""
+    (strategy, task) with `ci_low`, `ci_high` of that task's AUP, from the same replicates.
+    `tps`: "answer" when `frame` is `tps.measured(frame, "answer")` (the max rule's per-row rate)."""
     check_rule(rule)
     names = [threshold_name(t) for t in thresholds]
     heads = names + (["AUP"] if with_aup else [])
@@ -81,7 +83,7 @@ def bootstrap_intervals(frame: pd.DataFrame, thresholds: Sequence[float], *, rep
     data = data.assign(
         _label=(data["model"].astype(str) + "/" + data["curve"].astype(str)) if several else data["curve"].astype(str),
         _cfg=data["model"].astype(str) + "\x00" + data["config"].astype(str),
-        _max_tps=max_rule_tps(data) if rule == "max" and len(data) else np.nan,
+        _max_tps=max_rule_tps(data, tps) if rule == "max" and len(data) else np.nan,
     )
     configs, per_task = _arrays(data)
     label_of = dict(zip(data["_cfg"], data["_label"]))

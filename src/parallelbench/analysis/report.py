@@ -18,7 +18,7 @@ import pandas as pd
 from parallelbench.analysis import figures
 from parallelbench.analysis.curves import curves
 from parallelbench.analysis.failures import failures_html, find_failures
-from parallelbench.analysis.board import build_boards, ranking_line
+from parallelbench.analysis.board import build_boards, other_measure, ranking_line, without_scorer_errors
 from parallelbench.analysis.cot import cot_comparison
 from parallelbench.analysis.leaderboard import threshold_name
 from parallelbench.analysis.pb_rules import RULE_TEXT, check_rule
@@ -33,6 +33,8 @@ from parallelbench.analysis import repair as repair_mod
 from parallelbench.analysis import plots
 from parallelbench.analysis.taskmap import DEFINITION, task_map
 from parallelbench.display import display_name
+from parallelbench.scoring.errors import frame_errors
+from parallelbench.tps import TPS_NAME, check_measure, measure_line
 
 REPORT_NAME = "report.html"
 
@@ -260,9 +262,10 @@ def _ci_cell(value: float, low: float, high: float, tied: bool, digits: int) -> 
     return f"<td{mark}>{value:.{digits}f}{'&thinsp;≈' if tied else ''}{interval}</td>"
 
 
-def _leaderboard_section(boards: list, thresholds) -> str:
+def _leaderboard_section(boards: list, thresholds, tps: str = "window") -> str:
     rule = boards[0].rule if boards else "site"
     names = [threshold_name(t) for t in thresholds]
+    other = other_measure(tps)
     how = ("Operating points are walked from the lowest tokens per step upward; adaptive strategies interpolate "
            "linearly to the crossing, top-k strategies keep the last point above. 0 means even the slowest setting is "
            "below the threshold." if rule == "site" else
@@ -277,7 +280,10 @@ def _leaderboard_section(boards: list, thresholds) -> str:
         f'<p class="rule" id="pb-rule"><b>PB rule: {rule}</b> — {html.escape(RULE_TEXT[rule])}. '
         "(The other rule: <code>parallelbench report --pb-rule "
         f"{'max' if rule == 'site' else 'site'}</code>; both are defined in docs/report.md.)</p>"
-        f'<p class="rule" id="ranking-column"><b>{html.escape(ranking_line(thresholds, rule))}</b>.</p>'
+        f'<p class="rule" id="ranking-column"><b>{html.escape(ranking_line(thresholds, rule, tps))}</b>.</p>'
+        f'<p class="rule" id="tps-measure">{html.escape(measure_line(tps))}. The column <i>{other} PB{names[0]}</i> '
+        f"gives PB{names[0]} on {html.escape(TPS_NAME[other])} (no interval; <code>parallelbench report --tps {other}"
+        "</code> ranks on it); docs/report.md defines both.</p>"
     )
     if not boards or all(b.table.empty for b in boards):
         return intro + _missing("No results yet: run at least one strategy at one or more parameter settings (parallelbench run).")
@@ -291,22 +297,34 @@ def _leaderboard_section(boards: list, thresholds) -> str:
         head = "".join(
             f'<th title="tokens per step sustained at accuracy ≥ {n}%{"; the ranking column, higher is better" if i == 0 else ""}"'
             f'{" class=ranking" if i == 0 else ""}>PB{n}</th>' for i, n in enumerate(names))
+        other_key = board.other_column
+        if other_key in table:
+            head = head.replace("</th>", "</th>" + f'<th title="PB{names[0]} on {html.escape(TPS_NAME[other])}">'
+                                f"{other} PB{names[0]}</th>", 1)
         head += '<th title="accuracy under parallelism, averaged over tasks">AUP</th>'
         rows = []
         for i, row in table.iterrows():
-            cells = "".join(_ci_cell(row[n], row[f"{n}_ci_low"], row[f"{n}_ci_high"], bool(row[f"{n}_tied"]), 2) for n in names)
+            parts_ = [_ci_cell(row[n], row[f"{n}_ci_low"], row[f"{n}_ci_high"], bool(row[f"{n}_tied"]), 2) for n in names]
+            if other_key in table:
+                parts_.insert(1, _fmt(row[other_key], 2))
+            cells = "".join(parts_)
             cells += _ci_cell(row["AUP"], row["AUP_ci_low"], row["AUP_ci_high"], bool(row["AUP_tied"]), 1)
             shared = bool(row["tied"]) or list(table["rank"]).count(row["rank"]) > 1
             rank_text = f"={row['rank']}" if shared else str(row["rank"])
+            flag = ' <b class="scorer-error" title="some rows of this strategy are scorer errors, left out">!</b>' \
+                if row["strategy"] in board.flagged else ""
             rows.append(
                 f'<tr class="lb-row" data-strategy="{_shown(row["strategy"])}" data-tied="{str(bool(row["tied"])).lower()}"><td>{rank_text}</td>'
-                f'<td class="id">S{i + 1}</td><td class="name" title="{html.escape(display_name(row["strategy"], 400))}">{_shown(row["strategy"])}</td><td class="kind">{_shown(row["kind"])}</td>{cells}<td>{row["points"]}</td></tr>'
+                f'<td class="id">S{i + 1}</td><td class="name" title="{html.escape(display_name(row["strategy"], 400))}">{_shown(row["strategy"])}{flag}</td><td class="kind">{_shown(row["kind"])}</td>{cells}<td>{row["points"]}</td></tr>'
             )
         parts.append(
             f'<table id="leaderboard{"-" + str(g + 1) if g else ""}" class="leaderboard"><thead><tr><th>#</th><th>id</th>'
             f'<th class="name">strategy</th><th class="name">kind</th>{head}'
             f'<th>operating points</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
         )
+        if board.flagged:
+            parts.append('<p class="common-set">!: some rows of these strategies are scorer errors (see the summary); '
+                         "they are left out of the ranking, not counted as 0.</p>")
         tied = [str(s) for s, t in zip(table["strategy"], table["tied"]) if t]
         if tied:
             parts.append(f'<p class="help">Tied for first on PB{names[0]} (the ranking column): '
@@ -331,8 +349,9 @@ def leaderboard_csv(boards: list) -> pd.DataFrame:
         if board.pooled is not None and len(board.pooled):
             table = pd.concat([table, board.pooled], ignore_index=True)
         table.insert(0, "pb_rule", board.rule)
+        table.insert(1, "tps", board.tps)
         if len(boards) > 1:
-            table.insert(1, "group", g + 1)
+            table.insert(2, "group", g + 1)
         parts.append(table)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
@@ -439,9 +458,9 @@ def _files_section(written: list[Path], out_dir: Path) -> str:
 
 
 def export_curves(averaged: pd.DataFrame, per_task: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """`curves/<model>/<strategy>.csv` with task,tps,accuracy,ci_low,ci_high,n (+ `avg` rows):
-    `parallelbench leaderboard --curves` input; ci_low/ci_high bound the 95% interval of the accuracy (%)
-    and n counts its samples (summed over tasks on `avg` rows)."""
+    """`curves/<model>/<strategy>.csv` with task,tps,accuracy,ci_low,ci_high,n,answer_tps (+ `avg` rows):
+    `parallelbench leaderboard --curves` input; ci_low/ci_high bound the 95% interval of the accuracy (%),
+    n counts its samples (summed over tasks on `avg` rows), answer_tps is the answer tokens per step."""
     written = []
     folders = figures.file_names(per_task["model"].unique()) if len(per_task) else {}
     stems = {m: figures.file_names(g["curve"].unique(), figures.file_stem) for m, g in per_task.groupby("model")}
@@ -449,7 +468,7 @@ def export_curves(averaged: pd.DataFrame, per_task: pd.DataFrame, out_dir: Path)
         folder = Path(out_dir) / "curves" / folders[model]
         folder.mkdir(parents=True, exist_ok=True)
         avg = averaged[(averaged["model"] == model) & (averaged["curve"] == curve)]
-        columns = ["task", "tps", "accuracy", "ci_low", "ci_high", "n"]
+        columns = ["task", "tps", "accuracy", "ci_low", "ci_high", "n", "answer_tps"]
         table = pd.concat(
             [group.reindex(columns=columns).sort_values(["task", "tps"]), avg.assign(task="avg").reindex(columns=columns)]
         )
@@ -461,21 +480,26 @@ def export_curves(averaged: pd.DataFrame, per_task: pd.DataFrame, out_dir: Path)
 
 def build_report(
     frame: pd.DataFrame, out_dir: Path, source: str = "", thresholds=REPORT_THRESHOLDS, static_figures: bool = True,
-    x_scale: str = "log2", pb_rule: str = "site",
+    x_scale: str = "log2", pb_rule: str = "site", tps: str = "window",
 ) -> Path:
     """Write report.html, figures and curve CSVs for `frame` into `out_dir`; returns the HTML path.
 
     `static_figures=False` skips the matplotlib PNG/SVG files (the slow part) when only the page is wanted;
     `x_scale` ("log2" or "linear") is the tokens-per-step axis of every plot; `pb_rule` ("site" or "max",
-    `pb_rules.PB_RULES`) the rule of the leaderboard's PB columns and of `leaderboard.csv`.
+    `pb_rules.PB_RULES`) the rule of the leaderboard's PB columns and of `leaderboard.csv`; `tps` ("window" or
+    "answer", `parallelbench.tps`) the tokens per step they use. Rows whose scorer failed are left out of
+    every section (not counted as 0); the summary says how many.
     """
     from plotly.offline import get_plotlyjs
 
     check_rule(pb_rule)
+    check_measure(tps)
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    frame = frame if frame is not None else pd.DataFrame()
+    everything = frame if frame is not None else pd.DataFrame()
+    frame, _ = without_scorer_errors(everything)
+    scorer_errors = frame_errors(everything)
     per_task, averaged = curves(frame)
     _, oracle_avg = oracle_points(frame)
     tmap = task_map(frame)
@@ -484,8 +508,8 @@ def build_report(
     written = (figures.write_figures(out_dir / "figures", per_task, averaged, oracle_avg, tmap, x_scale, repair)
                if static_figures else [])
     written += export_curves(averaged, per_task, out_dir)
-    boards = build_boards(frame, thresholds, pb_rule, points=(per_task, averaged)) if len(frame) else []
-    leaderboard_html = _leaderboard_section(boards, thresholds)
+    boards = build_boards(everything, thresholds, pb_rule, points=(per_task, averaged), tps=tps) if len(frame) else []
+    leaderboard_html = _leaderboard_section(boards, thresholds, tps)
     board_csv = leaderboard_csv(boards)
     if len(board_csv):
         board_csv.to_csv(out_dir / "leaderboard.csv", index=False)
@@ -514,7 +538,9 @@ def build_report(
         f'<div class="summary">{counted("model", "model")}{counted("config", "strategy setting")}'
         f'{counted("task", "task")}{counted("sample_id", "sample")}'
         f"<span><b>{len(frame)}</b> result{'' if len(frame) == 1 else 's'}</span></div>"
-        f'<p class="precision" id="precision">{html.escape(precision_line(per_task)[0].upper() + precision_line(per_task)[1:])}. '
+        + "".join(f'<p class="missing scorer-error">{html.escape(g.line())}; they are left out of every section of '
+                  "this report.</p>" for g in scorer_errors)
+        + f'<p class="precision" id="precision">{html.escape(precision_line(per_task)[0].upper() + precision_line(per_task)[1:])}. '
         "Intervals are 95%: Wilson for 0/1 scores, a bootstrap over samples otherwise (clustered by sample when seeds "
         "repeat); task averages combine the tasks' intervals.</p>"
     )
@@ -548,7 +574,7 @@ def build_report(
 
 def write_report(db_path: Path, out_dir: Path, *, static_figures: bool = True, x_scale: str = "log2",
                  pb_rule: str = "site", models: str | None = None, tasks: str | None = None,
-                 strategies: str | None = None) -> Path:
+                 strategies: str | None = None, tps: str = "window") -> Path:
     """Report for a results database (the runner's main job calls this); returns the HTML path.
 
     `models`, `tasks`, `strategies`: comma lists as `selection.select` reads them (SelectionError
@@ -558,4 +584,4 @@ def write_report(db_path: Path, out_dir: Path, *, static_figures: bool = True, x
                        (("--model", models), ("--tasks", tasks), ("--strategy", strategies)) if value)
     source = f"results from {db_path}" + (f" ({picked})" if picked else "")
     return build_report(frame, Path(out_dir), source=source, static_figures=static_figures, x_scale=x_scale,
-                        pb_rule=pb_rule)
+                        pb_rule=pb_rule, tps=tps)

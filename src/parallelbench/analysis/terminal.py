@@ -79,3 +79,53 @@ def print_line(console: Console, text: str, style: str | None = None) -> None:
 def print_legend(console: Console, lines: Sequence[str]) -> None:
     for line in lines:
         print_line(console, line, "dim")
+
+
+def needed_width(console: Console, renderable) -> int:
+    """The narrowest width at which Rich shows `renderable` without cutting a cell: wrapping columns
+    (not `no_wrap`) folded at spaces down to their longest word, the others at their natural width."""
+    from rich.table import Table
+
+    total = table_width(console, renderable)
+    if not isinstance(renderable, Table):
+        return total
+    options = console.options.update(max_width=100_000)
+    for column in renderable.columns:
+        if not column.no_wrap and column.width is None:
+            span = renderable._measure_column(console, options, column)  # noqa: SLF001 - Rich has no public per-column measure
+            total -= span.maximum - span.minimum
+    return total
+
+
+def print_table(console: Console, table) -> None:
+    """Print `table` with every cell whole: at the console's width when it fits (text columns may
+    fold at spaces); otherwise at the width it needs (the terminal folds the long lines), because Rich
+    would cut cells to `…`. Callers first drop or stack columns so that this happens only where
+    nothing else fits."""
+    need = needed_width(console, table)
+    if need <= console.width:
+        console.print(table)
+        return
+    width = console.width
+    console.width = need
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
+def fit_columns(console: Console, build, optional: Sequence) -> tuple[object, list]:
+    """(`build(shown)`, dropped): the table with as many of the `optional` columns (kept from the
+    left, dropped from the right) as fit the console; with none of them when even that is too wide."""
+    optional = list(optional)
+    for keep in range(len(optional), -1, -1):
+        table = build(optional[:keep])
+        if fits(console, table) or keep == 0:
+            return table, optional[keep:]
+    raise AssertionError("unreachable")
+
+
+def dropped_line(names: Sequence[str], command: str) -> str:
+    """The note under a table that left columns out for want of width."""
+    return (f"not shown at this width: {', '.join(names)} (a wider terminal shows them, e.g. "
+            f"COLUMNS=200 parallelbench {command})")

@@ -20,6 +20,8 @@ numpy only: the package does not depend on scipy.
 
 from __future__ import annotations
 
+from parallelbench.display import counted
+
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
@@ -269,7 +271,8 @@ def precision_line(points: Any) -> str:
     if not s["points"]:
         return "no operating points yet"
     samples = f"{s['n_min']}" if s["n_min"] == s["n_max"] else f"{s['n_min']}-{s['n_max']}"
-    text = f"each accuracy point rests on {samples} samples per task ({s['points']} task points)"
+    noun = "sample" if s["n_max"] == 1 else "samples"
+    text = f"each accuracy point rests on {samples} {noun} per task ({counted(s['points'], 'task point')})"
     if "half_median" in s:
         text += (f"; 95% intervals are ±{s['half_median']:.1f} accuracy points wide at the median "
                  f"(±{s['half_min']:.1f} to ±{s['half_max']:.1f})")

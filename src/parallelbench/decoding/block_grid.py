@@ -28,7 +28,6 @@ NEG_INF = float("-inf")
 def block_length_for(model: Any, block_length: int | None) -> int:
     """The block length of a block-causal decode: the strategy's, else the model's default.
     Raises one ModelInputError line when it does not suit the model."""
-    name = type(model).__name__
     size = getattr(model, "block_size", None)
     if block_length is None:
         block_length = getattr(model, "default_block_length", None)
@@ -36,12 +35,12 @@ def block_length_for(model: Any, block_length: int | None) -> int:
             block_length = size
         if not isinstance(block_length, int) or isinstance(block_length, bool) or block_length < 1:
             raise ModelInputError(
-                f"block-causal model {name} states no default_block_length: give the strategy a block_length"
+                "this block-causal model states no default block length: give the strategy a block_length"
                 + (f" (a multiple of its block size {size})" if size else "")
             )
     if size is not None and (block_length < 1 or block_length % int(size) != 0):
         raise ModelInputError(
-            f"block_length={block_length} does not suit {name}: it was trained on blocks of {size} tokens, "
+            f"block_length={block_length} does not suit this model: it was trained on blocks of {size} tokens, "
             f"so block_length must be a positive multiple of {size} (e.g. {size} or {2 * int(size)})"
         )
     return int(block_length)

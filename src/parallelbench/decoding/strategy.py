@@ -171,17 +171,17 @@ def check_block_causal(strategy: Strategy, model: Any) -> int | None:
         if getattr(strategy, "requires_block_causal", False):
             raise ValueError(
                 f"strategy {name!r} runs on block-diffusion models only (LLaDA 2.x, SDAR / TraDo, or a net with "
-                f"block_causal = True), whose blocks it edits one at a time; {type(model).__name__} is not one")
+                "block_causal = True), whose blocks it edits one at a time; this model is not one")
         return None
     if not getattr(strategy, "supports_block_causal", True):
         raise ValueError(
-            f"strategy {name!r} cannot decode the block-causal model {type(model).__name__} (it works across the "
+            f"strategy {name!r} cannot decode a block-causal model (it works across the "
             "whole canvas, not one block at a time); use a block-wise strategy such as confidence-threshold"
         )
     if type(strategy).forward is not Strategy.forward:
         raise ValueError(
             f"strategy {name!r} makes its own model calls (it overrides forward), which cannot carry the "
-            f"block-causal layout of {type(model).__name__}; use a strategy that lets the engine call the model"
+            "block-causal layout of this model; use a strategy that lets the engine call the model"
         )
     return block_length_for(model, strategy.options.block_length)
 

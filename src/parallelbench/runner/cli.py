@@ -5,10 +5,14 @@ Heavy imports (torch, ray, pandas) happen inside the commands so `--help` stays 
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from pathlib import Path
 from typing import List, Optional, Tuple
 
 import typer
+
+from parallelbench.display import counted
 
 RUN_HELP = """Run an evaluation grid: models x strategy configs x tasks x samples x seeds.
 
@@ -21,6 +25,8 @@ Examples:
   parallelbench run --model tiny --tasks waiting_line/copy,waiting_line/shuffle --strategy confidence-topk --k 1,2,4
 
   parallelbench run --strategy my_module:MyStrategy --k 1,2 --baselines
+
+  parallelbench run --workers 2
 
   parallelbench run --spec grid.yaml --executor ray --workers 4
 
@@ -65,7 +71,7 @@ def run(
     db: Optional[str] = typer.Option(None, "--db", help="Results database (default ./parallelbench.db)."),
     out: Optional[str] = typer.Option(None, "--out", help="Folder for the report (default: beside the database, named after it: parallelbench.db -> ./parallelbench-out, tour.db -> ./tour-out)."),
     executor: Optional[str] = typer.Option(None, "--executor", help="local (default) or ray."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Ray actors (one per CPU or GPU worker; default 2)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Decoding processes: local worker processes (each loads the model once and decodes with --threads torch threads) or Ray actors. Default: every core this process may use, or one per visible GPU for a model on a GPU; 1 decodes in this process. Rows are the same for any number."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Existing Ray cluster address (default: start a local one)."),
     gpus_per_worker: Optional[float] = typer.Option(None, "--gpus-per-worker", help="Ray: GPUs each actor reserves (1 = one actor per GPU; default 0, CPU workers)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads per decoding process (default 1: oversubscribed cores slow decoding many times over; raise it for big CPU models on an idle machine)."),
@@ -73,7 +79,7 @@ def run(
     scoring: Optional[str] = typer.Option(None, "--scoring", help="Scoring mode: default (the project's rules) or paper (the reference metric's). Rows decoded before are scored again without decoding."),
     force: bool = typer.Option(False, "--force", help="Recompute rows even where matching ones are stored; the new rows become the current version, the old stay under `results --all-versions`."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report when the run ends."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress: a live bar on a terminal; piped or logged, a plain line at each 10% and at most every 30 s between."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print the plan; decode nothing, write nothing."),
 ) -> None:
     from rich.console import Console
@@ -121,7 +127,7 @@ def _print_plan(plan, console) -> None:
     console.print(f"tasks ({len(plan.tasks)}): {', '.join(f'{t} ({n})' for t, n in n_samples.items())}")
     labels = list(dict.fromkeys(c.label for cs in plan.configs.values() for c in cs))
     console.print(f"strategy configs ({len(labels)}): {escape(', '.join(labels))}")
-    console.print(f"seeds: {', '.join(map(str, plan.spec.seeds))}  ->  up to {rows} rows in {plan.spec.db}")
+    console.print(f"seeds: {', '.join(map(str, plan.spec.seeds))}  ->  up to {counted(rows, 'row')} in {plan.spec.db}")
     _dry_run_checks(plan, console)
 
 
@@ -174,17 +180,57 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
     from parallelbench.models.registry import ModelSpecError
     from parallelbench.runner.job import RunInterrupted
 
+    with _sigterm_as_interrupt() as terminated:
+        try:
+            result = run_job(spec, console, show_progress=show_progress)
+        except (ModelLoadError, RayUnavailable, StoreError, ModelSpecError) as exc:  # e.g. an API key the server rejects
+            _fail(str(exc))
+            return
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (turned into one above)
+            _interrupted(spec, console, exc.result.rows_added if isinstance(exc, RunInterrupted) else None, terminated)
+            return
+        try:
+            _finish(spec, result, console, report=report)
+        except KeyboardInterrupt:  # while the report is written: every row is saved already
+            _interrupted(spec, console, result.rows_added, terminated)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM during a run: ends it the way Ctrl-C does."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """While a run goes, SIGTERM (`kill`, `timeout`, a batch scheduler) raises like Ctrl-C, so finished
+    batches are saved and the same line is printed; yields a list that holds True once it came."""
+    came: list[bool] = []
+
+    def handler(signum, frame):
+        came.append(True)
+        raise _Terminated()
+
     try:
-        result = run_job(spec, console, show_progress=show_progress)
-    except (ModelLoadError, RayUnavailable, StoreError, ModelSpecError) as exc:  # e.g. an API key the server rejects
-        _fail(str(exc))
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (an embedding application): leave signals alone
+        yield came
         return
-    except KeyboardInterrupt as exc:
-        saved = exc.result.rows_added if isinstance(exc, RunInterrupted) else None
-        said = f"{saved:,} rows of this run are saved" if saved is not None else "finished batches are saved"
-        console.print(f"[yellow]interrupted[/yellow]: {said} in {spec.db}; re-run the same command to resume",
-                      soft_wrap=True, highlight=False)
-        raise typer.Exit(130)
+    try:
+        yield came
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(spec, console, saved: int | None, terminated: list[bool]) -> None:
+    """The one line of an interrupted run; exit 130 for Ctrl-C (SIGINT), 143 for SIGTERM (128 + signal)."""
+    said = f"{counted(saved, 'row')} of this run {'is' if saved == 1 else 'are'} saved" if saved is not None \
+        else "finished batches are saved"
+    console.print(f"[yellow]interrupted[/yellow]: {said} in {spec.db}; re-run the same command to resume",
+                  soft_wrap=True, highlight=False)
+    raise typer.Exit(143 if terminated else 130)
+
+
+def _finish(spec, result, console, *, report: bool) -> None:
+    """After the rows are saved: the report (or a summary), the precision line, where everything is."""
     if result.nothing_ran:
         skipped = ", ".join(sorted({t for _, t, _ in result.skipped}))
         _fail(f"nothing ran: every task was skipped ({skipped}); pick tasks the model can decode")
@@ -207,10 +253,11 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
         from parallelbench.runner.summary import print_summary
 
         print_summary(frame, console)
-    _print_precision(frame, console)
+    _print_scorer_errors(frame, console)
+    _print_precision(_without_scorer_errors(frame), console)
     rescored = f"{result.rows_rescored} rescored without decoding, " if result.rows_rescored else ""
     console.print(
-        f"[bold]results database:[/bold] {db_path}  ({result.rows_added} rows added, {rescored}"
+        f"[bold]results database:[/bold] {db_path}  ({counted(result.rows_added, 'row')} added, {rescored}"
         f"{result.rows_skipped} already there, {result.wall_time:.1f} s)", soft_wrap=True
     )
     if report_path is not None:
@@ -218,6 +265,9 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
     console.print("[dim]next: parallelbench results --db " + str(db_path) + "[/dim]")
     if result.failed:  # stored as failed rows, not as wrong answers; a re-run retries only those
         console.print(f"[bold red]{escape(result.failure_line())}[/bold red]", soft_wrap=True, highlight=False)
+    if result.lost or result.not_run:  # a worker process died: a re-run decodes what it lost
+        console.print(f"[bold red]{escape(result.lost_line())}[/bold red]", soft_wrap=True, highlight=False)
+    if result.failed or result.lost or result.not_run:
         raise typer.Exit(1)
 
 
@@ -305,7 +355,8 @@ def results(
     db: str = typer.Option("parallelbench.db", "--db", help="Results database to read."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Only these models (comma-separated specs)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help="Only these tasks: ids, families (waiting_line), categories or paper, comma-separated."),
-    all_versions: bool = typer.Option(False, "--all-versions", help="Also rows of older model, data or strategy versions (not reused by `run`), each model labelled with its versions."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="Only these strategies: names (confidence-topk) or config labels as the tables show them (confidence-topk[k=2]), comma-separated."),
+    all_versions: bool = typer.Option(False, "--all-versions", help="Also rows of older model, data or strategy versions (not reused by `run`): one table per decoding version (model, strategy code, options), the task's data version as a column."),
     order: bool = typer.Option(False, "--order", help="Decoding order per strategy config instead: rank correlation of the commit order with left to right (Kendall, Spearman) and local/global AR-ness."),
     repair: bool = typer.Option(False, "--repair", help="Repair by editing instead: per model, editing strategy config and task, the mean score when the last original mask was filled (unmask) and at the end, with 95% intervals, the share of rows repaired (wrong then right) and broken (right then wrong), and mean edits."),
     compare: Optional[Tuple[str, str]] = typer.Option(
@@ -314,9 +365,11 @@ def results(
              "Name a config as the table lists it, e.g. 'confidence-topk[k=2]', adding @MODEL when several models ran it.",
     ),
 ) -> None:
-    """Print accuracy ± 95% half-width and tokens per step per task and strategy config, or compare two configs.
+    """Print accuracy ± 95% half-width, tokens per step and answer tokens per step per task and strategy config, or compare two configs.
 
-    Example: parallelbench results --db parallelbench.db --model tiny --all-versions
+    Example: parallelbench results --db parallelbench.db --model tiny --strategy confidence-threshold
+
+    Example: parallelbench results --all-versions
 
     Example: parallelbench results --compare 'confidence-topk[k=2]' 'random[k=2]'
 
@@ -344,7 +397,8 @@ def results(
         return
     console = Console()
     if failures:
-        console.print(f"[yellow]{len(failures):,} failed samples are stored without a score[/yellow] (first: "
+        console.print(f"[yellow]{counted(len(failures), 'failed sample')} {'is' if len(failures) == 1 else 'are'} "
+                      "stored without a score[/yellow] (first: "
                       f"{escape(' '.join(str(failures[0][3]).split())[:160])}); re-run `parallelbench run` to retry them",
                       soft_wrap=True, highlight=False)
 
@@ -356,8 +410,11 @@ def results(
         selected = selected[_model_matches(selected, [m.strip() for m in model.split(",")])]
     if tasks:
         selected = selected[selected["task"].isin(_task_ids(tasks))]
+    if strategy:
+        selected = selected[_strategy_matches(selected, strategy)]
     if selected.empty:
-        wanted = " and ".join(f"{flag} {value}" for flag, value in (("--model", model), ("--tasks", tasks)) if value)
+        wanted = " and ".join(f"{flag} {value}" for flag, value in
+                              (("--model", model), ("--tasks", tasks), ("--strategy", strategy)) if value)
         from parallelbench.display import display_name
 
         def listed(values) -> str:  # names as shown: cleaned, cut, at most 20
@@ -365,14 +422,15 @@ def results(
             return ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
 
         models = listed(frame["model"])
-        console.print(
-            f"[yellow]no rows match {escape(wanted)}[/yellow]; the database holds models {escape(f'[{models}]')} "
-            f"and {frame['task'].nunique()} tasks ({escape(listed(frame['task']))})",
-            soft_wrap=True,
-        )
+        held = f"models {escape(f'[{models}]')} and {counted(frame['task'].nunique(), 'task')} ({escape(listed(frame['task']))})"
+        if strategy:
+            strategies = listed(frame["strategy"])
+            held += f" and strategies {escape(f'[{strategies}]')}"
+        console.print(f"[yellow]no rows match {escape(wanted)}[/yellow]; the database holds {held}", soft_wrap=True)
         return
+    _print_scorer_errors(selected, console)
     if compare and all(compare):
-        _print_comparison(selected, compare, console)
+        _print_comparison(_without_scorer_errors(selected), compare, console)
         return
     if order:
         from parallelbench.runner.summary import print_order_summary
@@ -384,14 +442,49 @@ def results(
 
         print_repair_summary(selected, console)
         return
-    legend: dict[str, str] = {}
-    if all_versions:
-        selected = selected.copy()
-        selected["model"] = [_versioned(m, v, legend) for m, v in zip(selected["model"], selected["versions"])]
-    print_summary(selected, console)
+    if not all_versions:
+        print_summary(selected, console)
+        return
+    from parallelbench.analysis.terminal import print_line
+    from parallelbench.runner.versions_view import DATA_LEGEND, by_version
+
+    grouped, titles, legend = by_version(selected)
+    print_summary(grouped, console, titles=titles)
     for label, desc in legend.items():
-        if any(m.endswith(f"[{label}]") for m in selected["model"].unique()):
-            console.print(f"[dim]{escape(label)}: {escape(desc)}[/dim]", soft_wrap=True, highlight=False)
+        print_line(console, f"{label} = {desc}", "dim")
+    scored_again = any(" s:" in str(d) for d in grouped["data"])
+    print_line(console, DATA_LEGEND + ("; s: the scorer version / scoring mode, where rows were scored again"
+                                       if scored_again else ""), "dim")
+
+
+def _strategy_matches(frame, strategy: str):
+    """Rows whose strategy name, config label or curve label is one of the comma list."""
+    from parallelbench.analysis.selection import split_list
+
+    wanted = split_list(strategy)
+    names = frame["strategy"].astype(str)
+    match = names.isin(wanted) | frame["config"].astype(str).isin(wanted)
+    if match.all() or frame.empty:
+        return match
+    from parallelbench.analysis.curves import with_curves
+
+    return match | with_curves(frame[["strategy", "params", "config"]])["curve"].astype(str).isin(wanted)
+
+
+def _print_scorer_errors(frame, console) -> None:
+    """One line per scorer that failed on some of these rows (their 0 is no score)."""
+    from parallelbench.analysis.terminal import print_line
+    from parallelbench.scoring.errors import frame_errors
+
+    for group in frame_errors(frame):
+        print_line(console, group.line(), "yellow")
+
+
+def _without_scorer_errors(frame):
+    from parallelbench.runner.summary import error_mask
+
+    mask = error_mask(frame)
+    return frame[[not m for m in mask]] if any(mask) else frame
 
 
 def _model_matches(frame, wanted: list[str]):
@@ -424,37 +517,6 @@ def _print_comparison(frame, names: tuple[str, str], console) -> None:
         return
     for line in describe(comparison):
         console.print(escape(line), soft_wrap=True, highlight=False)
-
-
-def _versioned(model: str, versions_json: str, legend: dict[str, str]) -> str:
-    """`model [v:1a2b3c4d]`: the model and a short hash of what produced the row (model versions,
-    options and spec, strategy and factory code, task data version, scorer version and scoring
-    mode; not the per-sample hash); `legend` gets the hash -> readable versions."""
-    import hashlib
-    import json
-
-    try:
-        versions = json.loads(versions_json or "{}")
-    except (TypeError, ValueError):
-        versions = {}
-    versions = versions if isinstance(versions, dict) else {}
-    model_versions = versions.get("model") if isinstance(versions.get("model"), dict) else {}
-    what = {**{str(k): str(v) for k, v in model_versions.items()}, "data": str(versions.get("data", "?"))}
-    # what else a row's provenance holds (rows written before it was recorded lack these)
-    options = versions.get("model_options")
-    if isinstance(options, dict) and options:
-        what.update({f"option.{k}": str(v) for k, v in options.items()})
-    code = versions.get("code")
-    if isinstance(code, dict):
-        what.update({f"code.{k}": str(v) for k, v in code.items()})
-    for key in ("model_spec", "scorer_version", "scoring"):
-        if versions.get(key) not in (None, ""):
-            what[key] = str(versions[key])
-    label = "v:" + hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:8]
-    if label not in legend:
-        text = ", ".join(f"{k}={v[:24]}" for k, v in sorted(what.items()))
-        legend[label] = text if len(text) <= 300 else text[:297] + "..."
-    return f"{model} [{label}]"
 
 
 def _task_ids(tasks: str) -> list[str]:
@@ -496,7 +558,7 @@ def export(
     except (StoreError, ExportError, OutputError) as exc:
         _fail(str(exc))
         return
-    Console().print(f"wrote {n} rows to {out}")
+    Console().print(f"wrote {counted(n, 'row')} to {out}")
 
 
 run.__doc__ = RUN_HELP

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from parallelbench.analysis.uncertainty import PairedDifference, paired_difference
-from parallelbench.display import display_name
+from parallelbench.display import counted, display_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,14 +87,15 @@ def describe(c: Comparison) -> list[str]:
         detail = f"McNemar exact on the discordant pairs: A alone right on {r.a_only}, B alone on {r.b_only}"
     else:
         detail = "paired bootstrap over samples"
-    seeds = f", {r.rows} rows" if r.rows != r.n else ""
+    seeds = f", {counted(r.rows, 'row')}" if r.rows != r.n else ""
     return [
         f"A  {name_a}: mean score {r.mean_a:.3f}",
         f"B  {name_b}: mean score {r.mean_b:.3f}",
-        f"A − B = {r.difference:+.3f} (95% interval {r.low:+.3f} to {r.high:+.3f}), p = {_p(r.p_value)} ({detail})",
-        f"on {r.n} common samples over {c.tasks} task{'' if c.tasks == 1 else 's'}{seeds}",
+        f"A − B = {r.difference:+.3f} (95% interval {r.low:+.3f} to {r.high:+.3f}), {_p(r.p_value)} ({detail})",
+        f"on {counted(r.n, 'common sample')} over {counted(c.tasks, 'task')}{seeds}",
     ]
 
 
 def _p(value: float) -> str:
-    return "< 0.0001" if value < 1e-4 else f"{value:.4f}"
+    """`p = 0.0123`, or `p < 0.0001` below what four decimals show."""
+    return "p < 0.0001" if value < 1e-4 else f"p = {value:.4f}"

@@ -21,6 +21,7 @@ from parallelbench.runner.progress import RunProgress
 from parallelbench.runner.spec import FALLBACK_MODEL, Plan, RunSpec, SpecError, check_model
 from parallelbench.runner.store import ResultsStore
 
+from parallelbench.runner.pool import describe_unit
 from parallelbench.runner.provenance import Provenance
 from parallelbench.runner.units import plan_units, rescore_rows, unsupported_tasks
 
@@ -42,6 +43,10 @@ class JobResult:
     attempted: int = 0  # samples decoded (or tried) by this run
     failed: int = 0  # of those, samples whose decoding failed (stored as failed rows, retried by a re-run)
     failure_reasons: dict[str, int] = field(default_factory=dict)  # short reason -> samples
+    lost: list[str] = field(default_factory=list)  # units whose worker process died mid-unit, described
+    lost_rows: int = 0
+    not_run: int = 0  # units never started because every worker process had died
+    not_run_rows: int = 0
 
     def failure_line(self) -> str:
         """'12 of 1,700 samples failed: 429 rate limited; re-run to retry them' (empty when none failed)."""
@@ -52,6 +57,22 @@ class JobResult:
         if len(reasons) > 4:
             said += f"; {len(reasons) - 4} other reasons"
         return f"{self.failed:,} of {self.attempted:,} samples failed: {said}; re-run to retry them"
+
+    def lost_line(self) -> str:
+        """'1 unit (8 rows) was lost when its worker process died: ...; re-run the same command to decode it'
+        (empty when every worker lived)."""
+        if not self.lost and not self.not_run:
+            return ""
+        parts = []
+        if self.lost:
+            n = len(self.lost)
+            shown = "; ".join(self.lost[:3]) + (f"; and {n - 3} more" if n > 3 else "")
+            parts.append(f"{n:,} unit{'s' if n != 1 else ''} ({self.lost_rows:,} rows) lost when {'their' if n != 1 else 'its'} "
+                         f"worker process died: {shown}")
+        if self.not_run:
+            parts.append(f"{self.not_run:,} unit{'s' if self.not_run != 1 else ''} ({self.not_run_rows:,} rows) not run "
+                         "because every worker process had died")
+        return "; ".join(parts) + "; re-run the same command to decode them"
 
     @property
     def nothing_ran(self) -> bool:
@@ -72,6 +93,7 @@ class ModelLoadError(RuntimeError):
 
 
 def _load(spec: str, options: dict[str, Any]):
+    from parallelbench.display import about
     from parallelbench.models import ModelSpecError, load_model
 
     try:
@@ -79,7 +101,7 @@ def _load(spec: str, options: dict[str, Any]):
     except ModelSpecError as exc:
         raise ModelLoadError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - missing weights, bad options...: one line for the user
-        raise ModelLoadError(f"model {spec!r} could not be loaded: {' '.join(str(exc).split())}") from None
+        raise ModelLoadError(about(f"model {spec!r}", " ".join(str(exc).split()), " could not be loaded: ")) from None
 
 
 def _default_model(spec: RunSpec, console: Console, notes: list[str]):
@@ -100,14 +122,38 @@ def _default_model(spec: RunSpec, console: Console, notes: list[str]):
 class _Sessions:
     """Opens one executor session per model (local: the loaded model; ray: actors)."""
 
-    def __init__(self, spec: RunSpec):
+    def __init__(self, spec: RunSpec, console: Console):
         self.spec = spec
+        self.console = console
         self.owns_ray = False
         self.pool = None
+        self.workers = None  # the local executor's worker processes (runner.pool), made when first needed
+        self.first = None  # the first model, loaded before the database was opened
         if spec.executor == "ray":
             from parallelbench.runner.ray_executor import init_ray
 
-            self.owns_ray = init_ray(workers=spec.workers, address=spec.ray_address)
+            self.owns_ray = init_ray(workers=self.ray_workers(), address=spec.ray_address)
+
+    def ray_workers(self) -> int:
+        from parallelbench.runner.resources import usable_cores
+
+        return self.spec.workers or usable_cores()
+
+    def note(self, text: str) -> None:
+        self.console.print(f"[yellow]note:[/yellow] {escape(text)}", soft_wrap=True, highlight=False)
+
+    def local_pool(self, count: int, devices: list[str] | None):
+        """Worker processes for the local executor, reused by each model that wants the same ones."""
+        from parallelbench.runner.pool import WorkerPool
+
+        if self.workers is not None and (self.workers.size, self.workers.devices) == (count, devices) \
+                and len(self.workers.handles) == count:
+            return self.workers
+        if self.workers is not None:
+            self.workers.shutdown(gracefully=True)
+        self.workers = None
+        self.workers = WorkerPool(count, threads=self.spec.threads, devices=devices, notify=self.note)
+        return self.workers
 
     def options(self, model_spec: str) -> dict[str, Any]:
         """The loader options this model gets (none for the main job's fallback model)."""
@@ -119,7 +165,7 @@ class _Sessions:
             from parallelbench.runner.ray_executor import RayPool
 
             if self.pool is None:
-                self.pool = RayPool(workers=self.spec.workers, address=self.spec.ray_address,
+                self.pool = RayPool(workers=self.ray_workers(), address=self.spec.ray_address,
                                     gpus_per_worker=self.spec.gpus_per_worker, threads_per_worker=self.spec.threads)
             try:
                 return self.pool.load(model_spec, self.options(model_spec))
@@ -128,9 +174,13 @@ class _Sessions:
         from parallelbench.runner.local import LocalSession
 
         model = loaded if loaded is not None else _load(model_spec, self.spec.model_options)
-        return LocalSession(model, model_spec)
+        return LocalSession(model, model_spec, options=self.options(model_spec), workers=self.spec.workers,
+                            pools=self.local_pool, notify=self.note)
 
     def close(self) -> None:
+        if self.workers is not None:
+            self.workers.shutdown(gracefully=True)
+            self.workers = None
         if self.pool is not None:
             self.pool.shutdown()
             self.pool = None
@@ -177,11 +227,12 @@ def run_job(
         first_loaded = _load(models[0], spec.model_options)
     _check_strategies(plan, first_loaded, models[0])
 
-    sessions = _Sessions(spec)
+    sessions = _Sessions(spec, console)
+    sessions.first, first_loaded = first_loaded, None  # held there only, so worker processes can free it
     result = JobResult(db=Path(spec.db), models=list(models), notes=notes)
     holder: list[ResultsStore] = []
     try:
-        _run_models(spec, plan, models, first_loaded, sessions, result, console, show_progress, on_unit, holder)
+        _run_models(spec, plan, models, sessions, result, console, show_progress, on_unit, holder)
     except KeyboardInterrupt:
         raise RunInterrupted(result) from None
     finally:
@@ -192,7 +243,7 @@ def run_job(
     return result
 
 
-def _run_models(spec, plan, models, first_loaded, sessions, result, console, show_progress, on_unit, holder) -> None:
+def _run_models(spec, plan, models, sessions, result, console, show_progress, on_unit, holder) -> None:
     """The model loop of `run_job`; the store it opens goes into `holder` so the caller closes it."""
     store = None
     samples_cache: dict[str, list] = {}
@@ -200,8 +251,8 @@ def _run_models(spec, plan, models, first_loaded, sessions, result, console, sho
     names: dict[str, str] = {}  # row name -> spec, to refuse two models of one run under one name
     with RunProgress(console, enabled=show_progress) as progress:
         for i, model_spec in enumerate(models):
-            session = sessions.open(model_spec, first_loaded if i == 0 else None)
-            first_loaded = None
+            session = sessions.open(model_spec, sessions.first if i == 0 else None)
+            sessions.first = None
             try:
                 name = row_model_name(model_spec, getattr(session, "model_name", None))
                 if names.setdefault(name, model_spec) != model_spec:
@@ -214,8 +265,10 @@ def _run_models(spec, plan, models, first_loaded, sessions, result, console, sho
                 probe = getattr(session, "model", None)
                 if probe is None and model_spec == FALLBACK_MODEL:
                     probe = _load(FALLBACK_MODEL, {})  # cheap: lets a Ray run skip up front too
-                progress.watch(getattr(probe, "waiting", None))  # e.g. an API model's pending request
+                # what the model waits for (an API request), in this process or relayed from Ray workers
+                progress.watch(getattr(session, "waiting", None) or getattr(probe, "waiting", None))
                 skip = unsupported_tasks(plan, probe, samples_cache)
+                probe = None
                 for task_id, reason in skip.items():
                     _skip(result, console, name, task_id, reason)
                 identity = model_identity(model_spec, getattr(session, "model_versions", {}),
@@ -231,26 +284,51 @@ def _run_models(spec, plan, models, first_loaded, sessions, result, console, sho
                 result.rows_skipped += todo.skipped
                 progress.start_model(name, sum(len(u.samples) for u in todo.units), todo.skipped, len(todo.rescore))
                 reported = set(skip)
-                for unit, rows in session.run(todo.units):
-                    written = store.write(rows, supersede=spec.force)
-                    failed = [r for r in rows if r.get("status") == "failed"]
-                    result.attempted += len(rows)
-                    result.failed += len(failed)
-                    for r in failed:
-                        reason = str(r.get("error") or "unknown").split(":", 1)[0].strip() or "unknown"
-                        result.failure_reasons[reason] = result.failure_reasons.get(reason, 0) + 1
-                    result.rows_added += max(0, written - len(failed))
-                    progress.advance(rows, f"{unit.config.label} · {unit.task}")
-                    for task_id, reason in getattr(session, "skipped", {}).items():
-                        if task_id not in reported:
-                            reported.add(task_id)
-                            _skip(result, console, name, task_id, reason)
-                    if on_unit is not None:
-                        on_unit(len(rows))
+                try:
+                    for unit, rows in session.run(todo.units):
+                        _save(store, spec, result, progress, unit, rows)
+                        for task_id, reason in getattr(session, "skipped", {}).items():
+                            if task_id not in reported:
+                                reported.add(task_id)
+                                _skip(result, console, name, task_id, reason)
+                        if on_unit is not None:
+                            on_unit(len(rows))
+                except BaseException:
+                    _save_finished(store, spec, result, progress, session)
+                    raise
+                for lost in getattr(session, "lost", []):
+                    result.lost.append(describe_unit(lost.unit))
+                    result.lost_rows += len(lost.unit.samples)
+                for unit in getattr(session, "not_run", []):
+                    result.not_run += 1
+                    result.not_run_rows += len(unit.samples)
                 result.pairs_run += sum(1 for t in plan.tasks if t.id not in reported)
             finally:
                 progress.watch(None)
                 session.close()
+
+
+def _save(store: ResultsStore, spec: RunSpec, result: JobResult, progress: RunProgress, unit, rows) -> None:
+    """Write one finished unit (one transaction) and count it."""
+    written = store.write(rows, supersede=spec.force)
+    failed = [r for r in rows if r.get("status") == "failed"]
+    result.attempted += len(rows)
+    result.failed += len(failed)
+    for r in failed:
+        reason = str(r.get("error") or "unknown").split(":", 1)[0].strip() or "unknown"
+        result.failure_reasons[reason] = result.failure_reasons.get(reason, 0) + 1
+    result.rows_added += max(0, written - len(failed))
+    progress.advance(rows, f"{unit.config.label} · {unit.task}")
+
+
+def _save_finished(store: ResultsStore, spec: RunSpec, result: JobResult, progress: RunProgress, session) -> None:
+    """On Ctrl-C, SIGTERM or an error: save the units worker processes finished but the run had not
+    written yet (best effort: the exception that stopped the run is the one the user sees)."""
+    try:
+        for unit, rows in getattr(session, "finished", list)():
+            _save(store, spec, result, progress, unit, rows)
+    except Exception:  # noqa: BLE001 - e.g. the disk that stopped the run is still full
+        pass
 
 
 def row_model_name(spec: str, reported: Any) -> str:

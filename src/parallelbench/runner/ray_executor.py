@@ -3,18 +3,24 @@
 Each actor loads the model once and decodes whatever unit it is handed next; the driver
 hands out a unit whenever an actor frees up (`ray.wait`), so fast and slow strategy
 configs balance across workers, and writes every finished unit to the database itself
-(SQLite has one writer; actors never touch the file). Ray is imported only here, and
-only when `--executor ray` is asked for.
+(SQLite has one writer; actors never touch the file). What a model waits for (an API
+request: host, attempt, seconds) is asked of the busy actors about once a second and shown
+in the driver's progress, as for a model in the driver's own process. Ray is imported only
+here, and only when `--executor ray` is asked for.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from collections import deque
 from typing import Any, Iterable, Iterator
 
+from parallelbench.runner.pool import adopt_driver_imports
 from parallelbench.runner.units import UnitRunner, UnsupportedTask, WorkUnit
+
+WAIT_POLL_S = 1.0  # how often busy actors are asked what their model waits for
 
 
 class RayUnavailable(RuntimeError):
@@ -25,16 +31,7 @@ class _Worker:
     """The actor body: loads one model at a time and runs units on it."""
 
     def __init__(self, paths: list[str], threads: int | None, user_dir: str | None = None):
-        from parallelbench.userimport import set_user_dir
-
-        for p in reversed(paths):  # installed and PYTHONPATH modules import as on the driver
-            if p not in sys.path:
-                sys.path.insert(0, p)
-        set_user_dir(user_dir)  # py: models and module:Class strategies come from the driver's directory
-        if threads:
-            import torch
-
-            torch.set_num_threads(threads)
+        adopt_driver_imports(paths, user_dir, threads)  # py: models and module:Class strategies too
         self.runner: UnitRunner | None = None
 
     def load(self, model_spec: str, options: dict[str, Any]) -> str:
@@ -52,6 +49,19 @@ class _Worker:
         assert self.runner is not None, "load a model first"
         name = getattr(self.runner.model, "name", None)
         return name if isinstance(name, str) else None
+
+    def can_wait(self) -> bool:
+        """Whether the model says what it waits for (an API model: host, attempt, seconds)."""
+        return callable(getattr(self.runner.model, "waiting", None)) if self.runner is not None else False
+
+    def waiting(self) -> str | None:
+        """What the model waits for right now; runs beside `run` (the actor has two threads)."""
+        runner = self.runner
+        ask = getattr(runner.model, "waiting", None) if runner is not None else None
+        try:
+            return ask() if callable(ask) else None
+        except Exception:  # noqa: BLE001 - a progress hint must never break a run
+            return None
 
     def run(self, unit: WorkUnit) -> tuple[list[dict[str, Any]], str | None]:
         """(rows, None), or ([], reason) when the model cannot decode the unit's task:
@@ -114,12 +124,18 @@ class RayPool:
             init_ray(workers=workers, address=address)
         remote = ray.remote(_Worker)
         paths = [p for p in sys.path if p]
+        # two threads per actor: `waiting` answers while `run` decodes
         self.actors = [
-            remote.options(num_cpus=1, num_gpus=gpus_per_worker).remote(paths, threads_per_worker, os.getcwd())
+            remote.options(num_cpus=1, num_gpus=gpus_per_worker, max_concurrency=2).remote(
+                paths, threads_per_worker, os.getcwd())
             for _ in range(workers)
         ]
         self.kind = ""
         self.skipped: dict[str, str] = {}  # tasks found undecodable mid-run, with the reason
+        self.waiting = None  # set by `load` when the model says what it waits for (progress.watch)
+        self._waits: dict[int, tuple[float, str]] = {}  # actor index -> (since when, what it waits for)
+        self._asked: dict[Any, int] = {}  # pending `waiting` calls -> actor index
+        self._last_ask = 0.0
 
     def load(self, model_spec: str, options: dict[str, Any]) -> "RayPool":
         """Load a model on every actor (in parallel); returns self, ready to `run`."""
@@ -131,6 +147,7 @@ class RayPool:
         self.model_versions = self.ray.get(self.actors[0].model_versions.remote())
         self.model_name = self.ray.get(self.actors[0].model_name.remote())
         self.skipped = {}
+        self.waiting = self._waiting if self.ray.get(self.actors[0].can_wait.remote()) else None
         return self
 
     def run(self, units: Iterable[WorkUnit]) -> Iterator[tuple[WorkUnit, list[dict[str, Any]]]]:
@@ -149,8 +166,15 @@ class RayPool:
         for actor in self.actors:
             hand_out(actor)
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            if self.waiting is None:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+            else:  # wake up every second to ask the busy actors what they wait for
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_POLL_S)
+                self._ask_waits([actor for actor, _ in pending.values()])
+                if not ready:
+                    continue
             actor, unit = pending.pop(ready[0])
+            self._waits.pop(self.actors.index(actor), None)  # done: no longer waiting
             try:
                 rows, unsupported = ray.get(ready[0])
             except Exception as exc:  # noqa: BLE001
@@ -159,6 +183,40 @@ class RayPool:
                 self.skipped.setdefault(unit.task, unsupported)
             hand_out(actor)
             yield unit, rows
+
+    def _ask_waits(self, busy: list[Any]) -> None:
+        """Collect the answers that came back; ask each busy actor again at most every WAIT_POLL_S."""
+        ray = self.ray
+        if self._asked:
+            answered, _ = ray.wait(list(self._asked), num_returns=len(self._asked), timeout=0)
+            for ref in answered:
+                index = self._asked.pop(ref)
+                try:
+                    text = ray.get(ref)
+                except Exception:  # noqa: BLE001 - a progress hint must never break a run
+                    text = None
+                if text:
+                    since = self._waits.get(index, (time.monotonic(), ""))[0]
+                    self._waits[index] = (since, str(text))
+                else:
+                    self._waits.pop(index, None)
+        now = time.monotonic()
+        if now - self._last_ask < WAIT_POLL_S:
+            return
+        self._last_ask = now
+        asking = set(self._asked.values())
+        for actor in busy:
+            index = self.actors.index(actor)
+            if index not in asking:
+                self._asked[actor.waiting.remote()] = index
+
+    def _waiting(self) -> str | None:
+        """The longest wait among the actors, as the model words it, and how many others wait too."""
+        waits = sorted(dict(self._waits).values())  # a copy: the run loop updates it from another thread
+        if not waits:
+            return None
+        more = f"; {len(waits) - 1} more Ray worker{'s' if len(waits) > 2 else ''} waiting" if len(waits) > 1 else ""
+        return waits[0][1] + more
 
     def close(self) -> None:
         """Kept open across models; `shutdown` ends it."""

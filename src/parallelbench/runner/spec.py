@@ -90,7 +90,7 @@ class RunSpec:
     db: str = DEFAULT_DB
     out: str | None = None  # the report folder; None: beside the database (`report_out`)
     executor: str = "local"
-    workers: int = 2
+    workers: int | None = None  # processes (local) or actors (ray); None: every usable core (runner.resources)
     ray_address: str | None = None
     gpus_per_worker: float = 0.0  # Ray: GPUs each actor reserves (1 = one actor per GPU)
     # torch CPU threads per decoding process (local run or each Ray actor). 1 by default:
@@ -282,6 +282,20 @@ class RunSpec:
         configs = {t.id: _expand(grids, t) for t in tasks}
         return Plan(spec=self, models=models, tasks=tasks, configs=configs, limit=self._limit())
 
+    def _check_workers(self) -> None:
+        """At least 1, and no more than the cores this process may use (a remote Ray cluster aside)."""
+        if self.workers is None:
+            return
+        from parallelbench.runner.resources import usable_cores
+
+        cores = usable_cores()
+        if self.workers < 1:
+            raise SpecError(f"--workers must be at least 1 (got {self.workers}); leave it out to use every core this "
+                            f"process may use ({cores})")
+        if self.workers > cores and not (self.executor == "ray" and self.ray_address):
+            raise SpecError(f"--workers {self.workers} is more than the {cores} core{'s' if cores != 1 else ''} this "
+                            f"process may use; pass --workers 1 to {cores}, or leave it out to use them all")
+
     def _check_scalars(self) -> None:
         if self.executor not in EXECUTORS:
             raise SpecError(f"unknown executor {self.executor!r}; valid executors: {', '.join(EXECUTORS)}")
@@ -289,8 +303,7 @@ class RunSpec:
             raise SpecError(f"limit must be at least 1 (got {self.limit}); leave it out for every sample")
         if self.batch_size < 1:
             raise SpecError(f"batch size must be at least 1 (got {self.batch_size})")
-        if self.workers < 1:
-            raise SpecError(f"workers must be at least 1 (got {self.workers})")
+        self._check_workers()
         if self.threads < 1:
             raise SpecError(f"threads must be at least 1 (got {self.threads})")
         if self.gpus_per_worker < 0:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from parallelbench.scoring.order import ORDER_COLUMNS, order_metrics
+from parallelbench.tps import ANSWER_COLUMNS, answer_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,6 +61,7 @@ COLUMNS: tuple[str, ...] = (
     "inserts",  # insert operations
     "deletes",  # delete operations
     "changed_tokens",  # shown positions whose final token differs from the first one committed there
+    *ANSWER_COLUMNS,  # tokens committed before the first stop token, and those / nfe (parallelbench/tps.py); likewise
 )
 # The repair columns; NULL unmask_score: not known (an editing strategy's row written without the record).
 REPAIR_COLUMNS: tuple[str, ...] = ("unmask_score", "unmask_output", "edits", "inserts", "deletes", "changed_tokens")
@@ -84,6 +86,8 @@ _TYPES = {
     **{c: "REAL" for c in ORDER_COLUMNS},
     "unmask_score": "REAL",
     **{c: "INTEGER" for c in ("edits", "inserts", "deletes", "changed_tokens")},
+    "answer_tokens": "INTEGER",
+    "answer_tps": "REAL",
 }
 _NOT_NULL = {"model", "strategy", "params", "task", "sample_id"}
 
@@ -309,6 +313,7 @@ class ResultsStore:
             self._conn.execute(_schema())
             self._add_order_columns()
             self._add_repair_columns()
+            self._add_answer_columns()
             self._conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             self._conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
@@ -371,6 +376,10 @@ class ResultsStore:
         values (unmask_score = score, zero counts); rows of editing strategies stay NULL (not
         measured: `run --force` decodes them again with the record); no row is decoded again."""
         self._add_columns(REPAIR_COLUMNS, ("strategy", "model_kind", "score", "status"), repair_defaults)
+
+    def _add_answer_columns(self) -> None:
+        """The answer-token columns, computed for older rows from their stored `order` (`parallelbench.tps`)."""
+        self._add_columns(ANSWER_COLUMNS, ("order", "model_kind", "num_tokens", "nfe"), answer_columns)
 
     def _rollback(self) -> None:
         """Roll back if a transaction is still open; a failed rollback must not hide the first error."""
@@ -437,6 +446,7 @@ class ResultsStore:
         cols = COLUMNS + STATUS_COLUMNS
         defaults = {"status": "ok", "provenance": ""}
         rows = [r if all(c in r for c in ORDER_COLUMNS) else {**_order_metrics_of(r), **r} for r in rows]
+        rows = [r if all(c in r for c in ANSWER_COLUMNS) else {**answer_columns(r), **r} for r in rows]
         rows = [r if "unmask_score" in r else {**repair_defaults(r), **r} for r in rows]
         values = [tuple(_to_sql({**defaults, **{k: v for k, v in r.items() if v is not None}}, c) for c in cols)
                   for r in rows]
@@ -604,6 +614,8 @@ class ResultsStore:
                 row = {c: row.get(c) for c in COLUMNS} | {k: v for k, v in _order_metrics_of(row).items() if k not in present}
                 if "unmask_score" not in present:
                     row.update(repair_defaults(row))
+                if "answer_tokens" not in present:
+                    row.update(answer_columns(row))
             yield row
 
     def frame(self, *, all_versions: bool = False) -> "pd.DataFrame":

@@ -21,29 +21,46 @@ def _fail(console, message: str) -> None:
 
 
 def _summary_table(rows: list[dict], mode: str = "default"):
+    """Mean score and components per task, over the rows whose scorer did not fail; a `scorer errors`
+    column when some did (those rows are not counted as 0)."""
     from rich.markup import escape  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
     from parallelbench.display import display_name  # noqa: PLC0415
+    from parallelbench.scoring.errors import error_of_meta  # noqa: PLC0415
 
     by_task: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_task[row["task"]].append(row)
+    failed = {id(r) for r in rows if error_of_meta(r.get("meta"))}
     table = Table(title=f"Scores per task, {mode} scoring (headline = mean score; components are means too)")
     table.add_column("task")
-    table.add_column("n", justify="right")
-    table.add_column("score", justify="right")
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    if failed:
+        table.add_column("scorer errors", justify="right", no_wrap=True)
     table.add_column("components")
     for task in sorted(by_task):
-        group = by_task[task]
+        group = [r for r in by_task[task] if id(r) not in failed]
+        errors = len(by_task[task]) - len(group)
         n = len(group)
         names = list(dict.fromkeys(k for r in group for k in r["components"]))
         parts = []
         for name in names:
             values = [r["components"][name] for r in group if name in r["components"]]
             parts.append(f"{name} {sum(values) / len(values):.3f}")
-        table.add_row(escape(display_name(task)), str(n), f"{sum(r['score'] for r in group) / n:.3f}", "  ".join(parts))
+        mean = f"{sum(r['score'] for r in group) / n:.3f}" if n else "scorer error"
+        table.add_row(escape(display_name(task)), str(n), mean, *([str(errors)] if failed else []), "  ".join(parts))
     return table
+
+
+def _print_scorer_errors(console, rows: list[dict]) -> None:
+    """The line `run` and `results` print: which scorer failed on how many rows, and the first error."""
+    from parallelbench.analysis.terminal import print_line  # noqa: PLC0415
+    from parallelbench.scoring.errors import count_errors, error_of_meta  # noqa: PLC0415
+
+    for group in count_errors((r["task"], error_of_meta(r.get("meta"))) for r in rows):
+        print_line(console, group.line(), "yellow")
 
 
 def score(
@@ -79,6 +96,7 @@ def score(
     """
     from rich.console import Console  # noqa: PLC0415
 
+    from parallelbench.analysis.terminal import print_table  # noqa: PLC0415
     from parallelbench.scoring.files import ScoreInputError, read_outputs, read_samples  # noqa: PLC0415
     from parallelbench.scoring.grammar import BACKEND_ENV, GrammarBackendError, get_backend  # noqa: PLC0415
     from parallelbench.scoring.similarity import MODEL_ENV, MetricUnavailable  # noqa: PLC0415
@@ -147,7 +165,8 @@ def score(
         {"id": s.id, "task": s.task, "score": r.score, "components": r.components, "meta": r.meta}
         for s, r in zip(chosen, results)
     ]
-    console.print(_summary_table(rows, scoring))
+    print_table(console, _summary_table(rows, scoring))
+    _print_scorer_errors(console, rows)
     skipped = len(samples) - len(chosen)
     if skipped:
         console.print(f"{skipped} sample(s) of {tasks} have no output and were not scored.", highlight=False)
@@ -195,16 +214,24 @@ def _rescore_db(console, db: Path, tasks: Optional[Path], mode: str, per_sample:
     for row in result.rows:
         by_task[row["task"]].append(row)
     table = Table(title=f"{db}: stored scores and {mode} scoring of the same outputs (means per task)")
-    for name, justify in (("task", "left"), ("rows", "right"), ("stored", "right"), (mode, "right"), ("changed", "right")):
-        table.add_column(name, justify=justify)
+    from parallelbench.analysis.terminal import print_table  # noqa: PLC0415
+    from parallelbench.scoring.errors import error_of_meta  # noqa: PLC0415
+
+    failed = any(error_of_meta(r.get("meta")) for r in result.rows)
+    for name, justify in (("task", "left"), ("rows", "right"), ("stored", "right"), (mode, "right"), ("changed", "right"),
+                          *((("scorer errors", "right"),) if failed else ())):
+        table.add_column(name, justify=justify, no_wrap=name != "task")
     for task in sorted(by_task):
         group = by_task[task]
         stored = [r["stored"] for r in group if r["stored"] is not None]
         changed = sum(r["stored"] is not None and r["stored"] != r["score"] for r in group)
+        scored = [r["score"] for r in group if not error_of_meta(r.get("meta"))]
         table.add_row(escape(display_name(task)), str(len(group)),
                       f"{sum(stored) / len(stored):.3f}" if stored else "-",
-                      f"{sum(r['score'] for r in group) / len(group):.3f}", str(changed))
-    console.print(table)
+                      f"{sum(scored) / len(scored):.3f}" if scored else "scorer error", str(changed),
+                      *((str(len(group) - len(scored)),) if failed else ()))
+    print_table(console, table)
+    _print_scorer_errors(console, result.rows)
     if result.missing:
         tasks_missing = sorted({t for t, _ in result.missing})
         console.print(

@@ -81,7 +81,7 @@ def rescore_rows(
     """Score every row's stored `output` again in `mode`.
 
     Each result row: model, config, task, sample_id, seed, ``stored`` (the score in the
-    database), ``score`` and ``components`` (now).
+    database), ``score``, ``components`` and ``meta`` (now; ``meta["error"]`` when the scorer failed).
     """
     from parallelbench.scoring.batch import score_many  # noqa: PLC0415
 
@@ -97,6 +97,6 @@ def rescore_rows(
             "model": row.get("model"), "config": row.get("config"), "task": row["task"],
             "sample_id": row["sample_id"], "seed": row.get("seed"),
             "stored": None if stored is None else float(stored),
-            "score": float(result.score), "components": dict(result.components),
+            "score": float(result.score), "components": dict(result.components), "meta": dict(result.meta),
         })
     return out

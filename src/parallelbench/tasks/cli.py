@@ -68,16 +68,27 @@ def list_tasks(
 
     from rich import box
 
-    table = Table(title=f"{len(rows)} tasks ('paper': one of the paper's 17)", title_justify="left", box=box.SIMPLE)
-    table.add_column("id", no_wrap=True)
-    for col in ("samples", "n", "shots", "tokens"):
-        table.add_column(col, justify="right", no_wrap=True)
-    table.add_column("paper", no_wrap=True, min_width=5)
-    for r in rows:
+    from parallelbench.analysis.terminal import dropped_line, fit_columns, print_line, print_table
+
+    def cells(r: dict) -> dict[str, str]:
         n = str(r["n_min"]) if r["n_min"] == r["n_max"] else f"{r['n_min']}-{r['n_max']}"
-        table.add_row(r["id"], str(r["samples"]), n, str(r["shots"]), str(r["max_new_tokens"]),
-                      "yes" if r["in_paper"] else "")
-    _out.print(table)
+        return {"samples": str(r["samples"]), "n": n, "shots": str(r["shots"]), "tokens": str(r["max_new_tokens"]),
+                "paper": "yes" if r["in_paper"] else ""}
+
+    def build(columns) -> Table:
+        table = Table(title=f"{len(rows)} tasks ('paper': one of the paper's 17)", title_justify="left", box=box.SIMPLE)
+        table.add_column("id", no_wrap=True)
+        for col in columns:
+            table.add_column(col, justify="left" if col == "paper" else "right", no_wrap=True)
+        for r in rows:
+            values = cells(r)
+            table.add_row(r["id"], *(values[c] for c in columns))
+        return table
+
+    table, dropped = fit_columns(_out, build, ["samples", "n", "shots", "tokens", "paper"])
+    print_table(_out, table)
+    if dropped:
+        print_line(_out, dropped_line(dropped, "tasks list") + "; --json gives every column", "yellow")
 
 
 @app.command("show")

@@ -100,23 +100,35 @@ def table(
     from rich.console import Console
     from rich.table import Table
 
+    from parallelbench.analysis.terminal import dropped_line, fit_columns, print_line, print_table
+
     short = {"copy": "copy", "replace_index": "rep-index", "replace_random": "rep-random", "shuffle": "shuffle"}
     data = Table(title="Table 1, data perspective: C(Y|X) in bits")
     for col in ("task", "n", "C(Y|X)", "lim n→∞", "L_T, 2 per step"):
-        data.add_column(col, justify="left" if col == "task" else "right")
-    strat = Table(title=f"Table 1, decoding perspective: ideal-model accuracy (γ = {threshold:g})")
-    for col in ("task", "n", "top-k k=1", "k=2", "k=n", "τ=1 k=n", "thr. γ", "= 1 iff"):
-        strat.add_column(col, justify="left" if col in ("task", "= 1 iff") else "right", no_wrap=True)
+        data.add_column(col, justify="left" if col == "task" else "right", no_wrap=col != "L_T, 2 per step")
+    # (header, row key): accuracies; the `= 1 iff` condition is text
+    values = [("top-k\nk=1", "greedy_topk_k1"), ("k=2", "greedy_topk_k2"), ("k=n", "greedy_topk_kn"),
+              ("τ=1\nk=n", "sampling_one_step"), ("thr.\nγ", "greedy_threshold"), ("= 1 iff", "threshold_condition")]
+
+    def decoding(columns) -> Table:
+        strat = Table(title=f"Table 1, decoding perspective: ideal-model accuracy (γ = {threshold:g})")
+        for col in ("task", "n", *(header for header, _ in columns)):
+            strat.add_column(col, justify="left" if col in ("task", "= 1 iff") else "right", no_wrap=True)
+        for r in rows:
+            strat.add_row(short[r["task"]], str(r["n"]), *(
+                r[key] if key == "threshold_condition" else _fmt(r[key], 3) for _, key in columns))
+        return strat
+
     for r in rows:
-        name = short[r["task"]]
-        data.add_row(name, str(r["n"]), _fmt(r["total_correlation"]), _fmt(r["total_correlation_limit"]),
+        data.add_row(short[r["task"]], str(r["n"]), _fmt(r["total_correlation"]), _fmt(r["total_correlation_limit"]),
                      _fmt(r["shuffle_l_two_per_step"]))
-        strat.add_row(name, str(r["n"]), *(_fmt(r[key], 3) for key in (
-            "greedy_topk_k1", "greedy_topk_k2", "greedy_topk_kn", "sampling_one_step", "greedy_threshold")),
-            r["threshold_condition"])
     console = Console()
-    console.print(data)
-    console.print(strat)
+    print_table(console, data)
+    strat, dropped = fit_columns(console, lambda kept: decoding(values[:1] + kept), values[1:])
+    print_table(console, strat)
+    if dropped:
+        print_line(console, dropped_line([h.replace("\n", " ") for h, _ in dropped], "theory table") +
+                   "; --json gives every column", "yellow")
     console.print("top-k: random or confidence top-k, greedy (ties broken by the unbiased model's noise); "
                   "τ=1 k=n: one-step temperature sampling; threshold: greedy confidence threshold.")
 

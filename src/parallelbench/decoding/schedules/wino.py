@@ -125,14 +125,14 @@ class Wino(Strategy):
         if is_block_causal(model):
             raise ValueError(
                 f"strategy 'wino' verifies its drafts with an attention layout of its own (shadow block or "
-                f"leave-one-out rows), which does not compose with the block-causal attention of "
-                f"{type(model).__name__}; use confidence-threshold or edit-threshold on block-causal models"
+                "leave-one-out rows), which does not compose with the block-causal attention of this model; use "
+                "confidence-threshold or edit-threshold on block-causal models"
             )
         super().check_model(model)
         if self.options.shadow == "on" and not has_attention_bias(model):
             raise ValueError(
                 f"strategy 'wino' with shadow='on' needs a model with supports_attention_bias=True "
-                f"(position_ids and attention_bias in forward); {type(model).__name__} has none: "
+                "(position_ids and attention_bias in forward); this model has neither: "
                 "use shadow='auto' to fall back to leave-one-out rows"
             )
 

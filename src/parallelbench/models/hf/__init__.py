@@ -15,6 +15,7 @@ import importlib.util
 import logging
 from typing import Any
 
+from parallelbench.display import about
 from parallelbench.models.hf.errors import HFModelError
 
 __all__ = ["HFModelError", "load"]
@@ -71,7 +72,7 @@ def load(arg: str, **options: Any):
     try:
         model = module.build(ckpt, opts, device=device, dtype=resolve_dtype(opts.dtype, device), name=f"hf:{arg}")
     except ValueError as exc:  # adapter-level option errors, e.g. an unsupported cache mode
-        raise HFModelError(f"'hf:{arg}': {exc}") from None
+        raise HFModelError(about(f"'hf:{arg}'", str(exc))) from None
     if opts.adapter:
         from parallelbench.models.hf.adapter import apply_adapter
 

@@ -143,14 +143,30 @@ def accuracy(
         return
     from rich.table import Table
 
-    table = Table(title=f"{model.name}: accuracy (greedy; confidence top-k and random top-k)")
-    for col in ("task", "C(Y|X)=0", "n", "conf k=1", "random k=1", "random k=2", "drop", "target"):
-        table.add_column(col)
-    for r in rows:
+    from parallelbench.analysis.terminal import dropped_line, fit_columns, print_line, print_table
+
+    def cells(r) -> dict[str, str]:
         target = "" if r.target is None else (f"≥{r.target:.0%} " + ("[green]met[/green]" if r.meets_target else "[red]missed[/red]"))
-        table.add_row(r.task, "yes" if r.zero_dependency else "no", str(r.samples), f"{r.acc_conf:.1%}", f"{r.acc_k1:.1%}",
-                      f"{r.acc_k2:.1%}", f"{100 * r.drop:+.1f}", target)
-    Console().print(table)
+        return {"C(Y|X)\n=0": "yes" if r.zero_dependency else "no", "n": str(r.samples), "conf\nk=1": f"{r.acc_conf:.1%}",
+                "random\nk=1": f"{r.acc_k1:.1%}", "random\nk=2": f"{r.acc_k2:.1%}", "drop": f"{100 * r.drop:+.1f}",
+                "target": target}
+
+    def build(columns) -> Table:
+        table = Table(title=f"{model.name}: accuracy (greedy; confidence top-k and random top-k)")
+        table.add_column("task", no_wrap=True)
+        for col in columns:
+            table.add_column(col, no_wrap=True, justify="left" if col in ("target", "C(Y|X)\n=0") else "right")
+        for r in rows:
+            values = cells(r)
+            table.add_row(r.task, *(values[c] for c in columns))
+        return table
+
+    out = Console()
+    table, dropped = fit_columns(out, build, ["n", "conf\nk=1", "random\nk=1", "random\nk=2", "drop", "C(Y|X)\n=0", "target"])
+    print_table(out, table)
+    if dropped:
+        print_line(out, dropped_line([c.replace("\n", " ") for c in dropped], "tiny accuracy") + "; --json gives every column",
+                   "yellow")
     Console().print(result["finding"])
 
 
