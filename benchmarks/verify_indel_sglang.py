@@ -334,13 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         except RuntimeError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    print(report.table())
-    if args.json:
-        Path(args.json).write_text(json.dumps({"notes": report.notes, "rows": [
-            {"checkpoint": r.checkpoint, "check": r.check, "value": r.value, "limit": r.limit, "ok": r.ok}
-            for r in report.rows]}, indent=2))
-    print("all checks passed" if report.ok else "SOME CHECKS FAILED")
-    return 0 if report.ok else 1
+    return common.finish(report, args.json)
 
 
 if __name__ == "__main__":
