@@ -1,6 +1,7 @@
 """Strategy speed: per preset, NFE, tokens per step, model time, engine time and overhead.
 
-Every registered preset (Medusa modes need a causal model with heads and are skipped)
+Every registered preset (Medusa modes need a causal model with heads and are skipped; presets for
+block-causal models only, such as indel-threshold, run with --block-causal)
 decodes a batch with a random stand-in transformer, alone and with semi-AR blocks of 8.
 A wrapper times every `model.forward` call (APD's causal verifier included) inside the
 same `decode` call, so
@@ -279,6 +280,7 @@ def main() -> None:
     dtype = torch.bfloat16 if gpu else torch.float32
     if args.block_causal == "off":
         model = StandIn(vocab, dim, layers, heads, ff).to(device=device, dtype=dtype)
+        names = [n for n in names if not build_strategy(n).requires_block_causal]  # e.g. indel-threshold
     else:
         cache_mode = "block" if args.block_causal == "cache" else "none"
         model = BlockCausalStandIn(vocab, dim, layers, heads, ff, cache_mode, default_block_length=args.gen).to(
