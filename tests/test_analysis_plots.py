@@ -191,3 +191,21 @@ def test_static_figures_label_every_adaptive_point_with_its_parameter(frame, tmp
     for ax in panels.axes[: per_task["task"].nunique()]:
         assert sorted(t.get_text() for t in ax.texts if t.get_text() in thresholds) == thresholds
     plt.close(panels)
+
+
+def test_interactive_figures_label_adaptive_points_as_the_static_ones(frame):
+    """Issue 34 item 6: the Plotly trade-off and per-task figures write each adaptive point's
+    parameter beside it (threshold=0.9 -> 0.9), top-k points none, legends as the static ones."""
+    per_task, averaged = curves(frame)
+    _, oracle = oracle_points(frame)
+    model = averaged["model"].iloc[0]
+    thresholds = ["0.5", "0.6", "0.7", "0.8", "0.9", "1.0"]
+    for fig in (plots.tradeoff_plot(averaged, oracle, model), plots.task_panels_plot(per_task, model)):
+        spec = json.loads(fig.to_json())
+        labelled = [t for t in spec["data"] if "text" in (t.get("mode") or "")]
+        assert labelled and all(t["name"] == "confidence-threshold (points: threshold)" for t in labelled)
+        for trace in labelled:
+            assert sorted(trace["text"]) == thresholds  # one label per point, the static figures' text
+            assert all("threshold" in h for h in trace["customdata"])  # hover keeps the configuration
+        topk = [t for t in spec["data"] if t.get("name", "").startswith(("random", "confidence-topk"))]
+        assert topk and not any("text" in (t.get("mode") or "") for t in topk)

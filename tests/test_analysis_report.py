@@ -153,3 +153,34 @@ def test_report_shows_pb_columns_and_aup(full_report):
     assert aups["AUP"].to_numpy() == pytest.approx(aups[task_cols].mean(axis=1).to_numpy())
     merged = board.merge(aups[["strategy", "AUP"]], on="strategy", suffixes=("", "_aup"))
     assert len(merged) == len(board) and merged["AUP"].to_numpy() == pytest.approx(merged["AUP_aup"].to_numpy())
+
+
+def test_structured_tasks_reach_the_task_map_and_the_per_task_curves(tmp_path):
+    """Issue 34: a run of the structured family (the ideal model, any-order top-k and semi-AR
+    blocks at k = 2) gives each task its point on the task map, its panel and its curve rows."""
+    from parallelbench.analysis.curves import curves
+    from parallelbench.analysis.taskmap import task_map
+    from parallelbench.runner.store import ResultsStore
+
+    runner, db = CliRunner(), str(tmp_path / "s.db")
+    base = ["run", "--model", "ideal", "--tasks", "structured", "--strategy", "random", "--limit", "6",
+            "--db", db, "--no-report", "--no-progress"]
+    for extra in (["--k", "1,2,8"], ["--k", "2", "--block-length", "8,32"]):
+        res = runner.invoke(app, base + extra)
+        assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["report", "--db", db, "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    with ResultsStore(db, create=False) as store:
+        frame = store.frame()
+    tmap = task_map(frame).set_index("task")
+    ids = ["structured/json_any_order", "structured/json_fields", "structured/tool_call"]
+    assert sorted(tmap.index) == ids and set(tmap["category"]) == {"structured"}
+    assert tmap[["parallelizability", "order_slope"]].notna().all().all()
+    # the exact model: records and tool calls (C = 0) at 100% at every k, any-order records fall with k
+    assert tmap.loc["structured/json_fields", "accuracy"] == tmap.loc["structured/tool_call", "accuracy"] == 100.0
+    assert tmap.loc["structured/json_any_order", "accuracy"] < 100.0
+    per_task, _ = curves(frame)
+    assert set(per_task["task"]) == set(ids)
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8").replace("\\u002f", "/")
+    assert all(t in page for t in ids)
+    assert {"taskmap.png", "tasks_ideal.png"} <= {p.name for p in (tmp_path / "out" / "figures").iterdir()}

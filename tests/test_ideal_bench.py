@@ -105,3 +105,59 @@ def test_infilling_samples_decode_only_the_items():
         n = len(s.data["input"]) if "input" in s.data else s.output_format.count("[MASK]")
         assert g.num_tokens == g.nfe == n  # formatting was pre-filled, one item per step
         assert g.order.count(-1) == len(g.order) - n
+
+
+# ---- structured answers: one field per token, punctuation given (issue 34) ------------------
+
+
+def test_json_pieces_one_field_per_token():
+    from parallelbench.models.ideal.tokenizer import json_pieces
+
+    record = '{"customer": "Susan Fox", "age": 42}'
+    assert json_pieces(record) == [("{", False), ('"customer": "Susan Fox"', True), (", ", False),
+                                   ('"age": 42', True), ("}", False)]
+    call = '{"name": "book_table", "arguments": {"party": 4, "guest": "Ann Lee"}}'
+    pieces = json_pieces(call)
+    assert "".join(p for p, _ in pieces) == call
+    assert [p for p, field in pieces if field] == ['"name": "book_table"', '"party": 4', '"guest": "Ann Lee"']
+    assert json_pieces('["Susan Fox"]') is None and json_pieces("{bad") is None
+    assert json_pieces('{"a":1}') is None  # not in canonical form: the text would not come back
+
+
+@pytest.mark.parametrize("task_id", ["structured/json_fields", "structured/tool_call"])
+def test_zero_dependency_structured_tasks_are_perfect_at_k_all(task_id):
+    """C(Y|X) = 0: every field decoded in one step is still right (the whole canvas at once)."""
+    from parallelbench.scoring import score
+
+    task = get_task(task_id)
+    samples = task.samples(30)
+    model = load_model("ideal")
+    for strategy in (build_strategy("random", k=task.max_new_tokens), build_strategy("confidence-topk", k=3),
+                     build_strategy("random", k=2, temperature=1.0)):
+        gens = model.generate(samples, strategy, max_new_tokens=task.max_new_tokens, seed=0)
+        assert [score(s, g.text).components["strict"] for s, g in zip(samples, gens)] == [1.0] * len(samples)
+        assert all(g.text == s.answer for g, s in zip(gens, samples))
+    one_step = model.generate(samples, build_strategy("random", k=task.max_new_tokens), max_new_tokens=task.max_new_tokens)
+    assert {g.nfe for g in one_step} == {1}
+
+
+def test_json_any_order_follows_shuffle_with_n_fields():
+    """Random top-k at k = 2 over the fields: the exact-answer rate is eq. 5 with n = fields."""
+    import math
+
+    from parallelbench.scoring import score
+    from parallelbench.theory.closed_forms import shuffle_topk_accuracy
+
+    task = get_task("structured/json_any_order")
+    samples = [s for s in task.samples() if s.data["n"] <= 6]  # 7! and 8! answers per sample are slow to list
+    model = load_model("ideal")
+    hits, expected, variance = 0.0, 0.0, 0.0
+    for seed in range(2):
+        gens = model.generate(samples, build_strategy("random", k=2), max_new_tokens=task.max_new_tokens, seed=seed)
+        for s, g in zip(samples, gens):
+            p = shuffle_topk_accuracy(s.data["n"], 2)
+            hits += score(s, g.text).components["strict"]
+            expected, variance = expected + p, variance + p * (1 - p)
+    assert abs(hits - expected) <= 3 * math.sqrt(variance) + 0.5, (hits, expected)
+    conf = model.generate(samples, build_strategy("confidence-topk", k=1), max_new_tokens=task.max_new_tokens)
+    assert all(score(s, g.text).components["strict"] == 1.0 for s, g in zip(samples, conf))

@@ -282,6 +282,39 @@ def test_sample_metrics_of_an_exported_doc_use_the_recorded_metadata(monkeypatch
         m.sample_metrics(doc, sample.answer)
 
 
+def test_structured_family_is_a_group_of_its_own_outside_parallelbench_all(tmp_path: Path, monkeypatch) -> None:
+    """Issue 34: `parallelbench_structured` is a top-level group of ours; `parallelbench_all` (the
+    authors' aggregate) keeps its three subgroups. lm-eval runs the group and aggregates it."""
+    import yaml
+
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, ["tasks", "export", "--format", "lm-eval", "--tasks", "paper,structured", "--limit", "2",
+                              "--out", "pb_tasks"])
+    assert res.exit_code == 0, res.output
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
+    top = yaml.load((tmp_path / "pb_tasks" / "_parallelbench.yaml").read_text(), Loader=Loader)
+    assert top["task"] == ["parallelbench_waiting_line", "parallelbench_text_writing", "parallelbench_puzzles"]
+    group = yaml.load((tmp_path / "pb_tasks" / "structured" / "_default.yaml").read_text(), Loader=Loader)
+    names = ["parallelbench_structured_json_fields", "parallelbench_structured_json_any_order",
+             "parallelbench_structured_tool_call"]
+    assert group["group"] == "parallelbench_structured" and group["task"] == names
+    task_cfg = yaml.load((tmp_path / "pb_tasks" / "structured" / f"{names[0]}.yaml").read_text(), Loader=Loader)
+    assert [m["metric"] for m in task_cfg["metric_list"]][:2] == ["score", "score_strict"]
+    assert task_cfg["generation_kwargs"]["max_gen_toks"] == 96
+    res = runner.invoke(app, ["lm-eval", "--model", "parallelbench", "--model_args",
+                              "model=ideal,strategy=confidence-topk,k=1", "--include_path", "pb_tasks",
+                              "--tasks", "parallelbench_structured", "--output_path", "lm_out"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(next((tmp_path / "lm_out").rglob("results_*.json")).read_text())
+    assert "parallelbench_structured" in out["results"] and "parallelbench_all" not in out["results"]
+    for name in names:  # the exact model at one token per step gets every record right
+        assert out["results"][name]["score,none"] == 100.0 and out["results"][name]["score_strict,none"] == 100.0
+
+
 # ---- tasks of your own: a group per module, and the printed command runs as printed (issue 35 item 2) ----
 
 def test_user_tasks_export_a_group_and_the_printed_command_runs_through_lm_eval(tmp_path: Path, monkeypatch) -> None:

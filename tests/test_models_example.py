@@ -64,7 +64,7 @@ def test_the_docs_tour_of_each_family_runs_as_written(tmp_path, monkeypatch, fam
 def test_bad_family_and_busy_folder_are_one_line(tmp_path):
     res = runner.invoke(app, ["models", "example", "--family", "gpt", "--out", str(tmp_path / "x")])
     assert res.exit_code == 2
-    assert res.output.strip() == "error: unknown family 'gpt'; valid: llada, dream, sdar, llada2, masked_lm"
+    assert res.output.strip() == "error: unknown family 'gpt'; valid: llada, dream, sdar, llada2, lladamoe, masked_lm"
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     res = runner.invoke(app, ["models", "example", "--family", "llada", "--out", str(tmp_path / "busy")])

@@ -26,6 +26,9 @@ SAMPLES = {
     "w2s": {"words": ["dog", "park", "ball", "throw"]},
     "cot_answer": {"input": NAMES, "must_differ": True, "base_task": "waiting_line/shuffle",
                    "base_scorer": "list_shuffle", "base_answer": json.dumps(NAMES[::-1])},
+    "json_fields": {"n": 3, "fields": [["customer", "Susan Fox"], ["age", 42], ["agent", "Philip Gray"]], "ordered": True},
+    "json_any_order": {"n": 3, "fields": [["customer", "Susan Fox"], ["age", 42], ["agent", "Philip Gray"]], "ordered": False},
+    "tool_call": {"n": 2, "name": "book_table", "arguments": [["customer", "Susan Fox"], ["party", 42]]},
 }
 MB = 1_000_000
 

@@ -22,7 +22,7 @@ def test_list_json_gives_every_task_with_counts():
     result = run("list", "--json")
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
-    assert len(rows) == 76 and sum(r["in_paper"] for r in rows) == 17  # 66 + 10 CoT variants
+    assert len(rows) == 79 and sum(r["in_paper"] for r in rows) == 17  # 66 + 10 CoT variants + 3 structured
     copy = next(r for r in rows if r["id"] == "waiting_line/copy")
     assert copy["category"] == "waiting_line" and copy["samples"] == 100 and (copy["n_min"], copy["n_max"]) == (3, 6)
 
@@ -72,7 +72,7 @@ def test_export_with_other_n_range(tmp_path):
     assert len(samples) == 4 and all(s.data["n"] == 12 for s in samples)
     assert samples[0].task.startswith("synthetic/shuffle_n12-12_s7")
     bad = run("export", "--out", str(tmp_path), "--tasks", "puzzle", "--n-min", "5")
-    assert bad.exit_code == 2 and "list tasks only" in bad.output
+    assert bad.exit_code == 2 and "list and structured tasks only" in bad.output
 
 
 def test_export_api_round_trip(tmp_path):

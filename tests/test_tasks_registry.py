@@ -26,6 +26,7 @@ def test_registry_has_every_id_and_exactly_17_paper_tasks():
     expected |= {f"{p}/{op}" for p in ("synthetic", "synthetic_infill")
                  for op in ("copy", "replace_index", "replace_random", "shuffle")}
     expected |= {f"waiting_line/{op}-cot" for op in WL_OPS}  # chain-of-thought variants (tasks/cot.py)
+    expected |= {f"structured/{t}" for t in ("json_fields", "json_any_order", "tool_call")}  # ours, not the paper's
     assert set(reg) == expected
     paper = resolve_tasks("paper")
     assert len(paper) == 17
@@ -36,7 +37,7 @@ def test_registry_has_every_id_and_exactly_17_paper_tasks():
 
 def test_shots_and_token_budgets_follow_the_paper():
     for t in registry().values():
-        if t.category in ("waiting_line", "puzzle", "synthetic"):
+        if t.category in ("waiting_line", "puzzle", "synthetic", "structured"):
             assert t.shots == 1, t.id
         else:
             assert t.shots == 0, t.id

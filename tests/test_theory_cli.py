@@ -33,8 +33,13 @@ def test_table_json_matches_closed_forms():
     res = runner.invoke(app, ["theory", "table", "--n", "3..10", "--json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)
-    assert len(rows) == 4 * 8
+    assert len(rows) == 7 * 8  # the four list operations and the three structured tasks
     by = {(r["task"], r["n"]): r for r in rows}
+    for n in range(3, 11):  # json_any_order's numbers are shuffle's (n = fields); the others copy's
+        same = {k: v for k, v in by[("json_any_order", n)].items() if k != "task"}
+        assert same == {k: v for k, v in by[("shuffle", n)].items() if k != "task"}
+        for task in ("json_fields", "tool_call"):
+            assert by[(task, n)]["total_correlation"] == 0.0 and by[(task, n)]["greedy_topk_kn"] == 1.0
     assert by[("shuffle", 6)]["total_correlation"] == pytest.approx(6 * math.log2(6) - math.log2(720))
     assert by[("shuffle", 6)]["greedy_topk_k2"] == pytest.approx(15 / 48)
     assert by[("shuffle", 10)]["total_correlation_limit"] == "inf"

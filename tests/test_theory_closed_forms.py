@@ -56,8 +56,26 @@ def test_l_half_is_double_factorial_ratio(n):
 def test_boundary_cases_of_lt(n):
     for task in cf.TASKS:
         answers = _answers(task, n)
-        assert abs(en.lt(answers, [list(range(n))]) - en.total_correlation(answers)) < 1e-9
-        assert abs(en.lt(answers, [[i] for i in range(n)])) < 1e-9
+        width = answers.shape[1]  # n, or n + 1 for a tool call (its name field)
+        assert abs(en.lt(answers, [list(range(width))]) - en.total_correlation(answers)) < 1e-9
+        assert abs(en.lt(answers, [[i] for i in range(width)])) < 1e-9
+
+
+@pytest.mark.parametrize("n", NS)
+def test_structured_tasks_are_their_list_twins_at_field_level(n):
+    """json_any_order at one token per field is shuffle: the same answer set, C(Y|X) and L_T;
+    json_fields and tool_call have one answer, C(Y|X) = 0 (issue 34)."""
+    assert np.array_equal(_answers("json_any_order", n), _answers("shuffle", n))
+    assert cf.total_correlation("json_any_order", n) == cf.total_correlation("shuffle", n) == pytest.approx(
+        n * math.log2(n) - math.log2(math.factorial(n)))
+    for k in range(1, n + 1):
+        assert cf.accuracy("json_any_order", n, "random", k=k) == cf.shuffle_topk_accuracy(n, k)
+        sizes = cf.step_sizes(n, k)
+        assert abs(en.lt(_answers("json_any_order", n), en.contiguous_partition(sizes)) - cf.shuffle_lt(sizes)) < 1e-9
+    for task in ("json_fields", "tool_call"):
+        assert len(_answers(task, n)) == 1 and cf.total_correlation(task, n) == 0.0
+        assert all(cf.accuracy(task, n, s, k=k, temperature=t) == 1.0
+                   for s in ("random", "confidence-topk") for k in (1, 2, n) for t in (0.0, 1.0))
 
 
 def test_limits():

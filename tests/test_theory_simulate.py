@@ -149,3 +149,32 @@ def test_z_score_when_every_sample_agreed():
     assert result(0.0, 1.0).z_score == -math.inf
     assert result(1.0, 0.0).z_score == math.inf
     assert result(1.0, 1.0).z_score == 0.0
+
+
+# ---- the structured family at field level (issue 34) -------------------------------------
+
+
+@pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("strategy", ["random", "confidence-topk"])
+def test_json_any_order_closed_form_equals_simulation_and_shuffle(n, strategy):
+    """One token per field: the closed forms hold with n = fields, and every decode is shuffle's."""
+    for k in _ks(n):
+        samples = {7: 1000, 8: 400}.get(n, 2000)
+        seed = 11 * n + k
+        r = simulate("json_any_order", n, strategy, k=k, temperature=0.0, samples=samples, seed=seed)
+        assert r.analytic == pytest.approx(cf.shuffle_topk_accuracy(n, k))
+        _check(r)
+        twin = simulate("shuffle", n, strategy, k=k, temperature=0.0, samples=samples, seed=seed)
+        assert (r.correct, r.mean_nfe) == (twin.correct, twin.mean_nfe)
+
+
+@pytest.mark.parametrize("task", ["json_fields", "tool_call"])
+@pytest.mark.parametrize("n", [3, 5, 8])
+def test_zero_dependency_structured_tasks_are_exact_at_every_k(task, n):
+    width = n + (1 if task == "tool_call" else 0)  # a tool call's name is a field too
+    for strategy in ("random", "confidence-topk"):
+        for k in sorted({1, 2, n, width}):
+            r = simulate(task, n, strategy, k=k, samples=200, seed=n + k)
+            assert r.measured == 1.0 and r.analytic == 1.0
+    r = simulate(task, n, "confidence-threshold", threshold=0.9, samples=100)
+    assert r.measured == 1.0 == r.analytic and r.mean_nfe == 1.0  # every field certain: one step

@@ -117,7 +117,7 @@ def tradeoff_figure(averaged: pd.DataFrame, oracle: pd.DataFrame, model: str, x_
         kind = str(group["strategy_kind"].iloc[0])
         ax.errorbar(
             group["tps"], group["accuracy"], yerr=_yerr(group), marker=_marker(kind), color=palette[curve],
-            label=_curve_legend(curve, group), capsize=2, elinewidth=0.8,
+            label=curve_legend(curve, group), capsize=2, elinewidth=0.8,
         )
     stars = oracle[oracle["model"] == model] if len(oracle) else oracle
     for _, row in stars.iterrows():
@@ -134,8 +134,9 @@ def tradeoff_figure(averaged: pd.DataFrame, oracle: pd.DataFrame, model: str, x_
     return fig
 
 
-def _curve_legend(curve: str, group: pd.DataFrame) -> str:
-    """A curve's legend entry; adaptive curves name the parameter their point labels give."""
+def curve_legend(curve: str, group: pd.DataFrame) -> str:
+    """A curve's legend entry; adaptive curves name the parameter their point labels give
+    (static and interactive figures alike)."""
     label = _label(curve)
     if "knob" not in group or str(group["strategy_kind"].iloc[0]) == "topk":
         return label
@@ -160,9 +161,9 @@ def task_panels_figure(per_task: pd.DataFrame, model: str, x_scale: str = "log2"
             kind = str(group["strategy_kind"].iloc[0])
             drawn = ax.errorbar(
                 group["tps"], group["accuracy"], yerr=_yerr(group), marker=_marker(kind), markersize=4,
-                color=palette[curve], label=_curve_legend(curve, group), capsize=1.5, elinewidth=0.7,
+                color=palette[curve], label=curve_legend(curve, group), capsize=1.5, elinewidth=0.7,
             )
-            legends[curve] = _curve_legend(curve, group)
+            legends[curve] = curve_legend(curve, group)
             handles[curve] = drawn.lines[0]
         ax.set_title(_label(task), fontsize=9)
         _tps_axis(ax, points["tps"], x_scale, fontsize=7)
@@ -182,6 +183,19 @@ def task_panels_figure(per_task: pd.DataFrame, model: str, x_scale: str = "log2"
     return fig
 
 
+#: Task-map marker shape (an index into each figure's list of shapes) of the built-in families,
+#: the same in every report; other categories take the next free shapes in sorted order.
+CATEGORY_SHAPES = {"waiting_line": 0, "text_writing": 1, "puzzle": 2, "synthetic": 3, "structured": 4}
+
+
+def category_shapes(categories) -> dict[str, int]:
+    """Category -> shape index: the built-in families' fixed ones, then the rest in sorted order."""
+    out = {c: CATEGORY_SHAPES[c] for c in categories if c in CATEGORY_SHAPES}
+    rest = sorted(set(categories) - set(out))
+    out.update({c: len(CATEGORY_SHAPES) + i for i, c in enumerate(rest)})
+    return out
+
+
 def taskmap_figure(tmap: pd.DataFrame):
     """Tasks by parallelizability (reversed x, right = harder) and order preference, coloured
     by accuracy level, each label on a leader line where it overlaps no other label or
@@ -193,12 +207,13 @@ def taskmap_figure(tmap: pd.DataFrame):
     categories = shown["category"].astype(str) if "category" in shown else pd.Series("", index=shown.index)
     level = shown["accuracy"].astype(float) if "accuracy" in shown else pd.Series(np.nan, index=shown.index)
     markers = ["o", "s", "D", "^", "P", "X", "p", "v"]
+    shapes = category_shapes(categories.unique())
     scatter = None
     for j, category in enumerate(sorted(categories.unique())):
         mask = categories == category
         scatter = ax.scatter(
             shown.loc[mask, "parallelizability"], shown.loc[mask, "order_slope"], c=level[mask].fillna(-1), cmap="viridis",
-            vmin=0, vmax=100, marker=markers[j % len(markers)], s=55, edgecolors="#333", linewidths=0.6,
+            vmin=0, vmax=100, marker=markers[shapes[category] % len(markers)], s=55, edgecolors="#333", linewidths=0.6,
             label=_label(category) if category else "tasks", zorder=3,
         )
     ax.axhline(0.0, color="grey", linewidth=0.8)
@@ -339,14 +354,23 @@ def label_curve_points(fig, ax, points: pd.DataFrame, fontsize: float = 6.0) -> 
     adaptive = adaptive[np.isfinite(adaptive["tps"].astype(float)) & np.isfinite(adaptive["accuracy"].astype(float))]
     if adaptive.empty:
         return []
-    texts = [_knob_text(k) for k in adaptive["knob"]]
+    texts = [knob_text(k) for k in adaptive["knob"]]
     rest = points.drop(index=adaptive.index)
     avoid = list(zip(rest["tps"].astype(float), rest["accuracy"].astype(float)))
     return annotate_points(fig, ax, adaptive["tps"].to_numpy(float), adaptive["accuracy"].to_numpy(float), texts,
                            fontsize=fontsize, marker=3.5, gap=0.8, avoid=avoid)
 
 
-def _knob_text(knob: str) -> str:
+def point_labels(group: pd.DataFrame) -> list[str] | None:
+    """The label of each point of a threshold, factor or other adaptive curve (its swept
+    parameter, as `label_curve_points` writes it), or None for a top-k curve (x is k itself)."""
+    if "knob" not in group or group.empty or str(group["strategy_kind"].iloc[0]) == "topk":
+        return None
+    texts = [knob_text(k) if str(k) not in ("", "nan", "None") else "" for k in group["knob"]]
+    return texts if any(texts) else None
+
+
+def knob_text(knob: str) -> str:
     """`threshold=0.9` -> `0.9` (the legend names the parameter); `a=1,b=2` stays whole."""
     parts = str(knob).split(",")
     return parts[0].split("=", 1)[-1] if len(parts) == 1 else str(knob)

@@ -76,6 +76,17 @@ def _hover(group: pd.DataFrame) -> list[str]:
     return out
 
 
+def point_text(group: pd.DataFrame, colour: str, size: int) -> dict:
+    """Scatter options: hover text per point, and on a threshold, factor or other adaptive curve
+    each point labelled with its swept parameter, as the static figures label them."""
+    labels = figures.point_labels(group)
+    out = dict(customdata=_hover(group), mode="lines+markers")
+    if labels:
+        out.update(mode="lines+markers+text", text=[html.escape(t) for t in labels], textposition="top center",
+                   textfont=dict(size=size, color=colour), cliponaxis=False)
+    return out
+
+
 def tradeoff_plot(averaged: pd.DataFrame, oracle_avg: pd.DataFrame, model: str, x_scale: str = "log2"):
     """Task-averaged accuracy against tokens per step for one model, oracle as a star."""
     import plotly.graph_objects as go
@@ -88,10 +99,11 @@ def tradeoff_plot(averaged: pd.DataFrame, oracle_avg: pd.DataFrame, model: str, 
         kind = str(group["strategy_kind"].iloc[0])
         fig.add_trace(
             go.Scatter(
-                x=group["tps"], y=group["accuracy"], mode="lines+markers", name=shown(curve),
+                x=group["tps"], y=group["accuracy"], name=shown(figures.curve_legend(curve, group)),
                 marker=dict(symbol="square" if kind == "adaptive" else "circle", size=8, color=palette[curve]),
-                line=dict(color=palette[curve]), text=_hover(group), error_y=error_bars(group),
-                hovertemplate="%{text}<br>%{x:.2f} tokens/step<br>%{y:.1f}% accuracy<extra></extra>",
+                line=dict(color=palette[curve]), error_y=error_bars(group),
+                hovertemplate="%{customdata}<br>%{x:.2f} tokens/step<br>%{y:.1f}% accuracy<extra></extra>",
+                **point_text(group, palette[curve], 10),
             )
         )
     stars = oracle_avg[oracle_avg["model"] == model] if len(oracle_avg) else oracle_avg
@@ -145,11 +157,12 @@ def task_panels_plot(per_task: pd.DataFrame, model: str, x_scale: str = "log2"):
             group = group.sort_values("tps")
             fig.add_trace(
                 go.Scatter(
-                    x=group["tps"], y=group["accuracy"], mode="lines+markers", name=shown(curve),
+                    x=group["tps"], y=group["accuracy"], name=shown(figures.curve_legend(curve, group)),
                     legendgroup=f"c{curve_ids[curve]}", showlegend=curve not in seen,
                     marker=dict(color=palette[curve], size=6), line=dict(color=palette[curve]),
-                    text=_hover(group), error_y=error_bars(group),
-                    hovertemplate="%{text}<br>%{x:.2f} tokens/step<br>%{y:.1f}%<extra></extra>",
+                    error_y=error_bars(group),
+                    hovertemplate="%{customdata}<br>%{x:.2f} tokens/step<br>%{y:.1f}%<extra></extra>",
+                    **point_text(group, palette[curve], 8),
                 ),
                 row=r, col=c,
             )
@@ -207,6 +220,7 @@ def taskmap_plot(tmap: pd.DataFrame):
     accuracy = data["accuracy"] if "accuracy" in data else pd.Series(np.nan, index=data.index)
     categories = data["category"].astype(str) if "category" in data else pd.Series("", index=data.index)
     symbols = ["circle", "square", "diamond", "triangle-up", "cross", "x", "pentagon", "star-triangle-up"]
+    shapes = figures.category_shapes(categories.unique())
     fig = go.Figure()
     for j, category in enumerate(sorted(categories.unique())):
         rows = data[categories == category]
@@ -216,7 +230,7 @@ def taskmap_plot(tmap: pd.DataFrame):
                 x=rows["parallelizability"], y=rows["order_slope"], mode="markers", showlegend=False,
                 customdata=np.stack([[shown(t) for t in rows["task"]], [f"{a:.1f}" if a == a else "–" for a in level]], axis=-1),
                 marker=dict(
-                    size=12, symbol=symbols[j % len(symbols)], color=level.fillna(-1).tolist(), cmin=0, cmax=100,
+                    size=12, symbol=symbols[shapes[category] % len(symbols)], color=level.fillna(-1).tolist(), cmin=0, cmax=100,
                     colorscale="Viridis", line=dict(color="#333", width=0.8), showscale=j == 0,
                     colorbar=dict(title=dict(text="accuracy<br>level (%)", side="top"), len=0.8, x=1.02, thickness=12),
                 ),
@@ -227,7 +241,7 @@ def taskmap_plot(tmap: pd.DataFrame):
         fig.add_trace(
             go.Scatter(
                 x=[None], y=[None], mode="markers", name=shown(category) if category else "tasks", hoverinfo="skip",
-                marker=dict(size=10, symbol=symbols[j % len(symbols)], color="#bbbbbb", line=dict(color="#333", width=0.8)),
+                marker=dict(size=10, symbol=symbols[shapes[category] % len(symbols)], color="#bbbbbb", line=dict(color="#333", width=0.8)),
             )
         )
     annotations = [

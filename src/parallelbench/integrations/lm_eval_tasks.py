@@ -8,7 +8,9 @@ the ParallelBench rewrite's own lm-eval tasks.
 the category's group (``parallelbench_waiting_line``, ``parallelbench_text_writing``,
 ``parallelbench_puzzles``: the paper's tasks), the samples as local JSONL files and a
 ``utils.py`` that loads them and scores with our scorers; at the top, the group
-``parallelbench_all`` of the three. Generation stops at a blank line (``"\\n\\n"``; puzzles
+``parallelbench_all`` of the three. Families of our own outside the paper get a top-level
+group of their own that ``parallelbench_all`` does not hold (``parallelbench_structured``:
+JSON records and tool calls), so the paper's aggregate stays the authors'. Generation stops at a blank line (``"\\n\\n"``; puzzles
 ``"\\n\\n\\n"``). Metrics: see `lm_eval_metrics.py`. The folder needs `parallelbench`
 installed and nothing from a hub; lm-eval itself is not imported here.
 """
@@ -28,6 +30,7 @@ PREFIX = "parallelbench"
 # our category -> the rewrite's category name (folder, subgroup and task-name part)
 CATEGORY_NAMES = {"puzzle": "puzzles"}
 SUBGROUPS = ("waiting_line", "text_writing", "puzzles")  # in parallelbench_all, in this order
+OWN_GROUPS = {"structured": "ParallelBench - Structured output (ours, not in the paper)"}  # top-level, outside parallelbench_all
 _HIGHER_IS_BETTER = {"nfe": "false", "tokens_per_step": "true"}  # the others are descriptive
 _GROUP_METRICS = ("score", "nfe", "tokens_per_step")  # what the rewrite's groups aggregate
 
@@ -148,6 +151,7 @@ def export_lm_eval(
     out_dir = Path(out_dir)
     rows = []
     paper: dict[str, list[str]] = {}
+    own: dict[str, list[str]] = {}
     folders: set[Path] = set()
     for task in tasks:
         name = lm_eval_task_name(task.id)
@@ -164,6 +168,8 @@ def export_lm_eval(
         rows.append((name, path, len(samples)))
         if task.in_paper:
             paper.setdefault(category_name(task), []).append(name)
+        elif category_name(task) in OWN_GROUPS:
+            own.setdefault(category_name(task), []).append(name)
     for folder in folders:
         (folder / "utils.py").write_text(UTILS, encoding="utf-8")
     subgroups = []
@@ -174,4 +180,7 @@ def export_lm_eval(
         subgroups.append(subgroup)
     if subgroups:
         (out_dir / f"_{PREFIX}.yaml").write_text(group_yaml(GROUP, "ParallelBench", subgroups), encoding="utf-8")
+    for category, members in own.items():
+        (out_dir / category / "_default.yaml").write_text(
+            group_yaml(f"{PREFIX}_{category}", OWN_GROUPS[category], members), encoding="utf-8")
     return rows

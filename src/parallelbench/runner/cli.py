@@ -55,7 +55,7 @@ def _fail(message: str) -> None:
 def run(
     spec_file: Optional[Path] = typer.Option(None, "--spec", help="YAML run spec (see docs/runner.md); flags override its keys."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Model spec(s), comma-separated: tiny, tiny-uniform, ideal, hf:<id>, api:<name>, py:module:factory."),
-    tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help="Task ids, categories (waiting_line, puzzle, text_writing) or 'paper', comma-separated."),
+    tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help="Task ids, categories (waiting_line, puzzle, text_writing, structured) or 'paper', comma-separated."),
     strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="Strategy name(s) or module:Class, comma-separated (list them: parallelbench strategies)."),
     k: Optional[str] = typer.Option(None, "--k", help="Tokens per step for top-k strategies, e.g. 1,2,4 or pow2 (1, 2, 4, ... up to the generation length)."),
     threshold: Optional[str] = typer.Option(None, "--threshold", help="Confidence thresholds gamma, e.g. 0.5,0.7,0.9."),

@@ -3,4 +3,4 @@
 A module of its own so that the registry in `base.py` never imports the scorers.
 """
 
-from parallelbench.scoring import cot, lists, puzzles, text  # noqa: F401
+from parallelbench.scoring import cot, lists, puzzles, structured, text  # noqa: F401

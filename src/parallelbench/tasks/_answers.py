@@ -12,6 +12,7 @@ from itertools import permutations
 
 from parallelbench.tasks._common import format_list
 from parallelbench.tasks._grids import latin_squares, latin_text, parse_sudoku, sudoku_text
+from parallelbench.tasks._records import STRUCTURED_SCORERS, answer_texts, count_answers
 from parallelbench.tasks.base import Sample
 
 # Above this many answers enumeration is refused (None). Shuffle of n items has n! answers:
@@ -35,6 +36,8 @@ def count_valid_answers(sample: Sample) -> int | None:
     if s == "latin_square":
         size = int(d.get("size", len(d["symbols"])))
         return len(latin_squares(size)) if size <= 5 else None
+    if s in STRUCTURED_SCORERS:
+        return count_answers(s, d)
     return None
 
 
@@ -48,6 +51,8 @@ def valid_answers_from_data(sample: Sample) -> list[str] | None:
     if count is None or count > ENUMERATION_LIMIT:
         return None
     d, s = sample.data, sample.scorer
+    if s in STRUCTURED_SCORERS:
+        return answer_texts(s, d)
     if s == "list_exact":
         return [format_list(d["expected"])]
     if s == "sudoku":

@@ -130,6 +130,10 @@ def with_params(task: Task, suffix: str | None = None, **changes: Any) -> Task:
     if (task.scorer == "list_shuffle" or task.id.endswith("shuffle-cot")) and params.n_min < 2:
         # a one-item list has no order that differs from the input, so no answer would be correct
         raise ValueError(f"{task.id} needs lists of at least 2 items (n_min {params.n_min}); use --n-min 2 or more")
+    if task.category == "structured":
+        from parallelbench.tasks._records import check_field_range
+
+        check_field_range(params.n_min, params.n_max)
     if "num_samples" in direct and "samples_per_length" not in direct:
         per = -(-params.num_samples // len(params.lengths))
         params = dataclasses.replace(params, samples_per_length=per)

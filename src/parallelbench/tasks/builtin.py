@@ -2,9 +2,9 @@
 
 The task modules only define their tasks (`TASKS`); none of them imports the registry,
 so the registry can load them lazily without an import circle. `cot` wraps the Waiting
-Line tasks, so it comes last.
+Line tasks, so it comes after them; the structured family (not the paper's) comes last.
 """
 
-from parallelbench.tasks import cot, puzzles, synthetic, text_writing, waiting_line
+from parallelbench.tasks import cot, puzzles, structured, synthetic, text_writing, waiting_line
 
-BUILTIN_TASKS = (*puzzles.TASKS, *synthetic.TASKS, *text_writing.TASKS, *waiting_line.TASKS, *cot.TASKS)
+BUILTIN_TASKS = (*puzzles.TASKS, *synthetic.TASKS, *text_writing.TASKS, *waiting_line.TASKS, *cot.TASKS, *structured.TASKS)

@@ -59,7 +59,7 @@ def list_tasks(
 
     Example: parallelbench tasks list --tasks paper
     """
-    order = {"waiting_line": 0, "text_writing": 1, "puzzle": 2, "synthetic": 3}
+    order = {"waiting_line": 0, "text_writing": 1, "puzzle": 2, "synthetic": 3, "structured": 4}
     rows = [_task_row(t) for t in sorted(_resolve(tasks), key=lambda t: order.get(t.category, 9))]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -166,8 +166,8 @@ def export(
     tasks: str = typer.Option("paper", "--tasks", "-t", help="Ids, categories, 'paper' or module:NAME (your own tasks; comma list), or 'all'."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many samples per task."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Generator seed instead of each task's default."),
-    n_min: Optional[int] = typer.Option(None, "--n-min", min=1, help="Shortest list length (list tasks)."),
-    n_max: Optional[int] = typer.Option(None, "--n-max", min=1, help="Longest list length (list tasks)."),
+    n_min: Optional[int] = typer.Option(None, "--n-min", min=1, help="Shortest list length (list tasks) or fewest fields (structured tasks, 3..8)."),
+    n_max: Optional[int] = typer.Option(None, "--n-max", min=1, help="Longest list length (list tasks) or most fields (structured tasks, 3..8)."),
     source: str = typer.Option("owned", "--source", help="'owned' (bundled data) or 'hub' (SAMSum / ChatGPT paraphrases; needs the network)."),
     fmt: str = typer.Option("jsonl", "--format", help="'jsonl' (our sample files) or 'lm-eval' (a task folder for lm-eval --include_path)."),
 ) -> None:
@@ -198,8 +198,8 @@ def export(
         _fail(str(exc))
     chosen = _resolve(tasks)
     if n_min is not None or n_max is not None:
-        if any(t.category not in ("waiting_line", "synthetic") for t in chosen):
-            _fail("--n-min/--n-max apply to list tasks only; select waiting_line or synthetic tasks")
+        if any(t.category not in ("waiting_line", "synthetic", "structured") for t in chosen):
+            _fail("--n-min/--n-max apply to list and structured tasks only; select waiting_line, synthetic or structured tasks")
     if n_min is not None and n_max is None:
         n_max = n_min
     if n_min is not None or n_max is not None or seed is not None:

@@ -77,6 +77,13 @@ def get_task(task_id: str) -> Task:
             f"{task_id[: -len(COT_SUFFIX)]!r} has no chain-of-thought variant; CoT variants exist for: "
             f"{', '.join(have)}"
         )
+    family, slash, _ = task_id.partition("/")
+    members = [t for t in tasks if slash and t.startswith(family + "/")]
+    if members and len(members) <= 12:  # a small family: name every member
+        raise KeyError(
+            f"unknown task {task_id!r}; the {family} tasks are: {', '.join(members)}. "
+            "Run `parallelbench tasks list` for every id."
+        )
     close = [t for t in tasks if task_id.split("/")[-1] in t][:5]
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
     raise KeyError(

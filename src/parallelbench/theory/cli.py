@@ -67,8 +67,8 @@ def table_rows(ns: list[int], threshold: float) -> list[dict]:
                     "replace_index": "any γ",
                     "replace_random": f"γ ≥ {(n - 1) / n:.3f}",
                     "shuffle": "γ ≥ 0.5",
-                }[task],
-                "shuffle_l_two_per_step": cf.shuffle_lt(cf.step_sizes(n, 2)) if task == "shuffle" else None,
+                }[cf.list_twin(task)],
+                "shuffle_l_two_per_step": cf.shuffle_lt(cf.step_sizes(n, 2)) if cf.list_twin(task) == "shuffle" else None,
             }
             rows.append(row)
     return rows
@@ -102,7 +102,8 @@ def table(
 
     from parallelbench.analysis.terminal import dropped_line, fit_columns, print_line, print_table
 
-    short = {"copy": "copy", "replace_index": "rep-index", "replace_random": "rep-random", "shuffle": "shuffle"}
+    short = {"copy": "copy", "replace_index": "rep-index", "replace_random": "rep-random", "shuffle": "shuffle",
+             "json_fields": "json-fields", "json_any_order": "json-any", "tool_call": "tool-call"}
     data = Table(title="Table 1, data perspective: C(Y|X) in bits")
     for col in ("task", "n", "C(Y|X)", "lim n→∞", "L_T, 2 per step"):
         data.add_column(col, justify="left" if col == "task" else "right", no_wrap=col != "L_T, 2 per step")
@@ -130,7 +131,9 @@ def table(
         print_line(console, dropped_line([h.replace("\n", " ") for h, _ in dropped], "theory table") +
                    "; --json gives every column", "yellow")
     console.print("top-k: random or confidence top-k, greedy (ties broken by the unbiased model's noise); "
-                  "τ=1 k=n: one-step temperature sampling; threshold: greedy confidence threshold.")
+                  "τ=1 k=n: one-step temperature sampling; threshold: greedy confidence threshold. "
+                  "Structured tasks: n = fields, one token per field, punctuation given "
+                  "(json-any = shuffle; json-fields and tool-call = copy).")
 
 
 def _confidence_level_hit(task: str, n: int, gamma: float | None) -> str | None:
@@ -142,8 +145,10 @@ def _confidence_level_hit(task: str, n: int, gamma: float | None) -> str | None:
     """
     if gamma is None:
         return None
+    from parallelbench.theory.closed_forms import list_twin
+
     levels = {"shuffle": [(1, m) for m in range(2, n + 1)], "replace_random": [(m - 1, m) for m in range(2, n + 1)]}
-    for num, den in levels.get(task, []):
+    for num, den in levels.get(list_twin(task), []):
         level = num / den
         if gamma == level:
             return (f"threshold {_number(gamma)} equals the confidence level {num}/{den} of {task}; thresholds are "
@@ -165,8 +170,8 @@ def _number(value: float) -> str:
 
 @app.command("simulate")
 def simulate_cmd(
-    task: str = typer.Option("shuffle", "--task", help="copy, replace_index, replace_random or shuffle."),
-    n: int = typer.Option(6, "--n", help="List length (shuffle: at most 9)."),
+    task: str = typer.Option("shuffle", "--task", help="copy, replace_index, replace_random, shuffle, or a structured task: json_fields, json_any_order, tool_call."),
+    n: int = typer.Option(6, "--n", help="List length, or number of fields (shuffle and json_any_order: at most 9)."),
     strategy: str = typer.Option("confidence-topk", "--strategy", help=f"Decoding preset: {STRATEGY_HINT}."),
     k: Optional[int] = typer.Option(None, "--k", help="Tokens per step for top-k strategies."),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="Confidence threshold gamma."),
@@ -183,7 +188,11 @@ def simulate_cmd(
     A strategy that can change a written token also prints how much it repaired: accuracy when the
     last original mask was filled, rows repaired and broken, mean edits (docs/theory.md).
 
+    Structured tasks are decoded at field level (one token per field, punctuation given):
+    json_any_order is then shuffle, json_fields and tool_call are exact at any k.
+
     Example: parallelbench theory simulate --task shuffle --n 6 --strategy confidence-topk --k 2 --samples 20000
+    Example: parallelbench theory simulate --task json_any_order --n 6 --strategy random --k 2
 
     Example: parallelbench theory simulate --task shuffle --n 3 --strategy edit-threshold --threshold 1 --param min_k=2 --param edit_threshold=0.1
     """
@@ -193,7 +202,7 @@ def simulate_cmd(
         raise typer.BadParameter(f"unknown task {task!r}; choose one of {', '.join(TASKS)}", param_hint="--task")
     if n < 2:
         raise typer.BadParameter(f"n must be >= 2, got {n}", param_hint="--n")
-    if task == "shuffle" and n > 9:
+    if task in ("shuffle", "json_any_order") and n > 9:
         raise typer.BadParameter(f"shuffle with n={n} has {math.factorial(n):,} answers; use n <= 9", param_hint="--n")
     if samples < 1:
         raise typer.BadParameter(f"samples must be >= 1, got {samples}", param_hint="--samples")

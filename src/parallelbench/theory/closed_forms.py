@@ -1,7 +1,10 @@
 """Section 4 of the paper as functions: total correlation, L_T and decoding accuracies.
 
 Everything here is exact arithmetic on the four synthetic list operations over
-`n` distinct items (copy, replace index, replace random, shuffle), in bits.
+`n` distinct items (copy, replace index, replace random, shuffle), in bits, and on the
+three structured tasks with n fields, one token per field (the ideal model's tokenizer):
+`json_any_order` is shuffle (n! orders of n distinct tokens), `json_fields` and
+`tool_call` are copy (one answer, C(Y|X) = 0).
 Accuracies assume the paper's *unbiased* ideal model: exact conditional
 marginals, plus (for greedy decoding) an infinitesimal zero-mean logit noise
 that only breaks exact ties at random. `enumeration.py` recomputes the
@@ -21,7 +24,11 @@ import math
 from fractions import Fraction
 from typing import Sequence
 
-TASKS = ("copy", "replace_index", "replace_random", "shuffle")
+LIST_TASKS = ("copy", "replace_index", "replace_random", "shuffle")
+STRUCTURED_TASKS = ("json_fields", "json_any_order", "tool_call")
+TASKS = LIST_TASKS + STRUCTURED_TASKS
+# A structured task's formulas are those of the list task with the same answer set at n fields.
+SAME_AS = {"json_fields": "copy", "json_any_order": "shuffle", "tool_call": "copy"}
 
 LOG2_E = math.log2(math.e)
 
@@ -30,6 +37,11 @@ def check_task(task: str) -> str:
     if task not in TASKS:
         raise ValueError(f"unknown synthetic task {task!r}; choose one of {', '.join(TASKS)}")
     return task
+
+
+def list_twin(task: str) -> str:
+    """The list task whose formulas a task follows (itself for the list tasks)."""
+    return SAME_AS.get(check_task(task), task)
 
 
 def _check_n(n: int) -> int:
@@ -57,8 +69,8 @@ def step_sizes(n: int, k: int) -> list[int]:
 
 
 def total_correlation(task: str, n: int) -> float:
-    """C(Y|X) in bits (section 4.1)."""
-    check_task(task)
+    """C(Y|X) in bits (section 4.1); a structured task's n is its number of fields."""
+    task = list_twin(task)
     _check_n(n)
     if task in ("copy", "replace_index") or n == 1:
         return 0.0
@@ -68,8 +80,8 @@ def total_correlation(task: str, n: int) -> float:
 
 
 def total_correlation_limit(task: str) -> float:
-    """lim_{n->inf} C(Y|X): 0, 0, log2(e) and infinity."""
-    check_task(task)
+    """lim_{n->inf} C(Y|X): 0, 0, log2(e) and infinity (json_any_order as shuffle, the others 0)."""
+    task = list_twin(task)
     return {"copy": 0.0, "replace_index": 0.0, "replace_random": LOG2_E, "shuffle": math.inf}[task]
 
 
@@ -198,9 +210,9 @@ def accuracy(
 
     strategy: "random" or "confidence-topk" (needs k), or "confidence-threshold"
     (needs threshold). Copy and replace index are 1 under every strategy: each
-    position's marginal is a single token.
+    position's marginal is a single token. Structured tasks follow their list twin.
     """
-    check_task(task)
+    task = list_twin(task)
     _check_n(n)
     topk = strategy in ("random", "confidence-topk")
     if topk and (k is None or k < 1):

@@ -45,7 +45,7 @@ def load(arg: str, **options: Any):
     if opts.cache == "delayed" and family not in DELAYED_CACHE_FAMILIES:
         raise HFModelError(
             f"'hf:{arg}': cache=delayed (d3LLM's delayed prefix cache, for --strategy multi-block) exists for the "
-            f"native LLaDA and Dream families only, and this is a {FAMILY_NAMES.get(family, family)} checkpoint; "
+            f"native LLaDA, LLaDA-MoE and Dream families only, and this is a {FAMILY_NAMES.get(family, family)} checkpoint; "
             "use cache=none" + (" or cache=block" if family in ("sdar", "llada2") else "")
         )
     if opts.medusa and family != "causal":

@@ -13,7 +13,7 @@ from typing import Any
 from parallelbench.models.hf.errors import HFModelError
 
 CACHE_MODES = ("none", "prefix", "dual", "block", "delayed")
-DELAYED_CACHE_FAMILIES = ("llada", "dream")  # the native nets with d3LLM's delayed prefix cache
+DELAYED_CACHE_FAMILIES = ("llada", "lladamoe", "dream")  # the native nets with d3LLM's delayed prefix cache
 
 
 @dataclass

@@ -139,18 +139,27 @@ class IdealBenchModel:
         from parallelbench.decoding import decode
         from parallelbench.decoding.strategy import as_strategy
         from parallelbench.models.ideal.model import IdealModel
-        from parallelbench.models.ideal.tokenizer import AnswerTokenizer
+        from parallelbench.models.ideal.tokenizer import AnswerTokenizer, json_pieces
+        from parallelbench.tasks._records import STRUCTURED_SCORERS
 
         if strategy is None:
             raise ValueError("the ideal model is a diffusion model: pass a decoding strategy")
         strategy = as_strategy(strategy)
         tok = AnswerTokenizer()
-        encoded = [[tok.encode(a) for a in self._answers(s)] for s in samples]
+        encoded, templates = [], []
+        for s in samples:
+            answers = self._answers(s)
+            pieces = [json_pieces(a) for a in answers] if s.scorer in STRUCTURED_SCORERS else [None]
+            if all(p is not None for p in pieces):  # one token per field, the punctuation given
+                encoded.append([tok.encode_pieces([text for text, _ in p]) for p in pieces])
+                templates.append(_field_template(tok, pieces[0]))
+            else:
+                encoded.append([tok.encode(a) for a in answers])
+                templates.append(_template(s, tok, encoded[-1]))
         block = strategy.options.block_length
         by_length: dict[int, list[int]] = defaultdict(list)
         for i, answers in enumerate(encoded):
             by_length[canvas_length(max(len(a) for a in answers), max_new_tokens, block)].append(i)
-        templates = [_template(s, tok, answers) for s, answers in zip(samples, encoded)]
         out: list[Generation | None] = [None] * len(samples)
         offset = 0  # every row of this call gets its own random stream: seed + offset + row
         for length, indices in sorted(by_length.items()):
@@ -213,6 +222,11 @@ def _template(sample: "Sample", tok: Any, answers: list[list[int]]) -> list[int]
         if any(t != tok.mask_id and t != a for t, a in zip(layout, answer)):
             return None
     return layout
+
+
+def _field_template(tok: Any, pieces: list[tuple[str, bool]]) -> list[int]:
+    """A structured answer's layout: its punctuation pieces given, one mask per field."""
+    return [tok.mask_id if is_field else tok.encode_pieces([text])[0] for text, is_field in pieces]
 
 
 def _generation(res: Any, tok: Any, wall_time: float) -> Generation:

@@ -1,10 +1,17 @@
-"""The four synthetic list operations of section 4 at item level, for the ideal model.
+"""The four synthetic list operations of section 4 at item level, for the ideal model,
+and the three structured tasks at field level.
 
 Each list item is one token. With `formatting=True` (the paper's infilling
 setup) the answer is laid out as ``[ A , B , C ]`` and the brackets and commas
 are pre-filled by a template, so only the item positions are decoded; with
 `formatting=False` the generation region is the n items alone. Either way the
 input list is A, B, C, ... in order (by symmetry the order does not matter).
+
+The structured tasks are the same at field level (one token per `"key": value` field, as
+the ideal model's tokenizer writes them): `json_fields` is ``{ A , B , C }`` in the given
+order (copy's answer set), `json_any_order` every order of the fields (shuffle's, so every
+decode matches shuffle's token for token), `tool_call` ``{ N , R { A , B , C } }`` with the
+name field N and the arguments key R given like the punctuation.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from parallelbench.models.ideal.model import AnswerSet, IdealModel
 MASK, EOS, BOS, OPEN, COMMA, CLOSE, REPLACEMENT = range(7)
 FIRST_ITEM = 7
 SPECIAL_TEXTS = ["<mask>", "<eos>", "<bos>", "[", ",", "]", "F"]
+# Structured tasks at field level (see the module docstring): list tasks they share answer sets with.
+FIELD_TASKS = {"json_fields": "copy", "json_any_order": "shuffle", "tool_call": "copy"}
 # Shuffle answer sets are built in memory; 9! = 362,880 rows is the largest we allow.
 MAX_ANSWERS = 400_000
 
@@ -42,10 +51,13 @@ class SyntheticTask:
 
     @property
     def vocab_size(self) -> int:
-        return FIRST_ITEM + self.n
+        return FIRST_ITEM + self.n + (2 if self.task == "tool_call" else 0)
 
     @property
     def vocab(self) -> list[str]:
+        if self.task in FIELD_TASKS:  # braces, fields "a": 1, "b": 2 ...; a tool call's name and arguments key
+            texts = ["<mask>", "<eos>", "<bos>", "{", ",", "}", "F"] + [f'"{chr(97 + i % 26)}{i // 26 or ""}": {i}' for i in range(self.n)]
+            return texts + (['"name": "f"', '"arguments":'] if self.task == "tool_call" else [])
         return SPECIAL_TEXTS + [item_text(i) for i in range(self.n)]
 
     def answer_set(self) -> AnswerSet:
@@ -101,9 +113,11 @@ def _item_rows(task: str, n: int, index: int) -> torch.Tensor:
 
 
 def synthetic_task(task: str, n: int, *, formatting: bool = True, index: int = 0) -> SyntheticTask:
-    """The answer set of `task` on a list of n items (`index` is replace_index's position)."""
+    """The answer set of `task` on a list of n items or n fields (`index` is replace_index's position)."""
     if n < 1:
         raise ValueError(f"list length n must be >= 1, got {n}")
+    if task in FIELD_TASKS:
+        return _field_task(task, n, formatting)
     rows = _item_rows(task, n, index)
     if not formatting:
         return SyntheticTask(task, n, rows, torch.full((n,), MASK), list(range(n)))
@@ -116,3 +130,29 @@ def synthetic_task(task: str, n: int, *, formatting: bool = True, index: int = 0
     answers = layout.repeat(rows.shape[0], 1)
     answers[:, item_positions] = rows
     return SyntheticTask(task, n, answers, template, item_positions)
+
+
+def _field_task(task: str, n: int, formatting: bool) -> SyntheticTask:
+    """A structured task at field level: its list twin's rows, laid out as a JSON object."""
+    rows = _item_rows(FIELD_TASKS[task], n, 0)
+    if task == "tool_call":  # the name field first, then the arguments
+        name, args_key = FIRST_ITEM + n, FIRST_ITEM + n + 1
+        rows = torch.cat([torch.full((rows.shape[0], 1), name), rows], 1)
+    else:
+        args_key = None
+    if not formatting:
+        return SyntheticTask(task, n, rows, torch.full((rows.shape[1],), MASK), list(range(rows.shape[1])))
+    layout: list[int] = [OPEN]
+    fields: list[int] = []
+    for j in range(rows.shape[1]):
+        if j and not (task == "tool_call" and j == 1):
+            layout.append(COMMA)
+        if task == "tool_call" and j == 1:
+            layout += [COMMA, args_key, OPEN]
+        fields.append(len(layout))
+        layout.append(MASK)
+    layout += [CLOSE, CLOSE] if task == "tool_call" else [CLOSE]
+    template = torch.tensor(layout)
+    answers = template.repeat(rows.shape[0], 1)
+    answers[:, fields] = rows
+    return SyntheticTask(task, n, answers, template, fields)
