@@ -141,9 +141,13 @@ def test_bad_worker_counts_are_one_line(tmp_path: Path, value: str) -> None:
 
 # -- whole runs in a subprocess: what a user sees, with signals and a worker killed --------------------
 def _start(args: list[str], cwd: Path, delay: str = "0.3") -> subprocess.Popen:
+    """The run as a terminal starts it: its own process group, and Ctrl-C (SIGINT) not ignored even
+    when these tests run in the background (`make test &`, nohup, CI), where the shell hands every
+    child an ignored SIGINT that Python then keeps ignoring."""
     return subprocess.Popen(
         [sys.executable, "-m", "parallelbench.cli", "run", *args], cwd=cwd, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True,  # its own group, as under a terminal
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         env={**os.environ, "FAKE_MODEL_DELAY": delay, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"},
     )
 
