@@ -361,3 +361,15 @@ def test_a_llada2_checkpoint_states_its_delete_and_split_ids(tmp_path):
         decode(plain, prompts, gen_length=8, strategy=strategy)
     given = build_strategy("indel-threshold", block_length=4, delete_token=ids[0], split_token=ids[1])
     assert len(decode(plain, prompts, gen_length=8, strategy=given)) == 2
+
+
+def test_template_slots_stay_in_place_while_the_others_shift():
+    net = toy(boost=2.0)
+    template = [[MASK, 30, MASK, MASK, MASK, MASK, 31, MASK], [MASK] * 8]
+    res = decode(net, PROMPTS[:2], gen_length=8, template=template,
+                 strategy=build_strategy("indel-threshold", threshold=0.3, edit_threshold=0.1, post_steps=3))
+    assert sum(r.extra["deletes"] + r.extra["inserts"] for r in res) > 0
+    r = res[0]
+    assert (r.tokens[1], r.tokens[6]) == (30, 31) and (r.order[1], r.order[6]) == (-1, -1)
+    assert (r.extra["first_tokens"][1], r.extra["first_tokens"][6]) == (-1, -1)
+    assert not {MASK, DEL, SPLIT} & set(r.tokens) and sum(r.tokens_per_step) == r.num_committed == 6
