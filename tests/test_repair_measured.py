@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import defaultdict, deque
 from pathlib import Path
 
 import pandas as pd
@@ -226,11 +227,13 @@ def test_rescoring_scores_the_answer_at_unmasking_again(tiny_db, tmp_path):
         assert r.unmask_score == score(samples[r.sample_id], answer, mode="paper").score
 
 
-def test_lm_eval_metrics_score_the_answer_at_unmasking():
+def test_lm_eval_metrics_score_the_answer_at_unmasking(monkeypatch):
     from parallelbench.integrations import lm_eval_metrics as m
     from parallelbench.integrations.lm_eval_tasks import doc_of
     from parallelbench.tasks import get_task
 
+    # an empty queue: tests that call generate_until without scoring leave records of these same samples
+    monkeypatch.setattr(m, "_PENDING", defaultdict(deque))
     sample = get_task("waiting_line/copy").samples(1)[0]
     doc = doc_of(sample)
     wrong = sample.answer.replace('"', "'", 2)
