@@ -47,7 +47,6 @@ Run:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -728,13 +727,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             report.rows += part.rows
             report.notes += part.notes
-    print(report.table())
-    if args.json:
-        Path(args.json).write_text(json.dumps({"notes": report.notes, "rows": [
-            {"checkpoint": r.checkpoint, "check": r.check, "value": r.value, "limit": r.limit, "ok": r.ok}
-            for r in report.rows]}, indent=2))
-    print("all checks passed" if report.ok else "SOME CHECKS FAILED")
-    return 0 if report.ok else 1
+    return common.finish(report, args.json)
 
 
 if __name__ == "__main__":

@@ -179,12 +179,14 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
             return
     from parallelbench.models.registry import ModelSpecError
     from parallelbench.runner.job import RunInterrupted
+    from parallelbench.runner.pool import WorkerLoadError
     from parallelbench.runner.units import UserModelCrash
 
     with _sigterm_as_interrupt() as terminated:
         try:
             result = run_job(spec, console, show_progress=show_progress)
-        except (ModelLoadError, RayUnavailable, StoreError, ModelSpecError, UserModelCrash) as exc:  # e.g. an API key the server rejects
+        except (ModelLoadError, RayUnavailable, StoreError, ModelSpecError, WorkerLoadError,
+                UserModelCrash) as exc:  # e.g. a rejected API key
             _fail(str(exc))
             return
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (turned into one above)
