@@ -168,8 +168,9 @@ def print_board(console: Console, board: Board) -> None:
 
 def print_boards(console: Console, boards: list[Board], source: str) -> None:
     """Every board, the ranking column and its direction, the rule, and notes, at the console's width."""
-    print_line(console, f"Leaderboard ({source}): tokens per step sustained at task-averaged accuracy ≥ threshold", "bold")
     first = boards[0]
+    print_line(console, f"Leaderboard ({source}): {TPS_NAME[first.tps]} sustained at task-averaged accuracy ≥ threshold",
+               "bold")
     print_line(console, ranking_line(first.thresholds, first.rule, first.tps))
     print_line(console, f"PB rule: {RULE_TEXT[first.rule]}")
     print_line(console, measure_line(first.tps))
