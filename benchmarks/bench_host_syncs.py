@@ -9,7 +9,7 @@ inside a native forward none. The counts do not depend on the device or the mach
 
 Stand-ins: bench_strategies.py's (random bidirectional and block-causal transformers; batch 8,
 prompt 32, 32 generated tokens, greedy, one block of 32 and blocks of 8), and the native families'
-example checkpoints (`parallelbench models example`: LLaDA, Dream, SDAR, LLaDA 2 MoE; batch 3 of
+example checkpoints (`parallelbench models example`: LLaDA, Dream, SDAR, LLaDA 2 MoE, LLaDA-MoE; batch 3 of
 different prompt lengths, 16 tokens in blocks of 4).
 
     python benchmarks/bench_host_syncs.py                       # every table
@@ -34,7 +34,7 @@ from parallelbench.decoding import build_strategy, decode, strategy_names  # noq
 from parallelbench.decoding.host_syncs import count_host_syncs  # noqa: E402
 
 NATIVE = {"llada": ("none", "prefix", "dual", "delayed"), "dream": ("none", "prefix", "dual", "delayed"),
-          "sdar": ("none", "block"), "llada2": ("none", "block")}
+          "sdar": ("none", "block"), "llada2": ("none", "block"), "lladamoe": ("none", "prefix", "dual", "delayed")}
 
 
 def row(path: str, what: str, blocks, syncs) -> dict:
@@ -101,7 +101,7 @@ def main() -> None:
     ap.add_argument("--paths", default="canvas,block-causal,block-causal cached,native",
                     help="comma-separated: canvas, block-causal, block-causal cached, native")
     ap.add_argument("--presets", help="comma-separated presets (default: every registered one but Medusa's)")
-    ap.add_argument("--families", default=",".join(NATIVE), help="native families (llada, dream, sdar, llada2)")
+    ap.add_argument("--families", default=",".join(NATIVE), help="native families (llada, dream, sdar, llada2, lladamoe)")
     ap.add_argument("--quick", action="store_true", help="tiny sizes and a few rows: a smoke run")
     args = ap.parse_args()
     torch.set_num_threads(1)

@@ -255,7 +255,7 @@ def test_cache_option_and_compile_are_checked(ckpts):
         load_model(f"hf:{ckpts['llada2']}", device="cpu", cache="prefix")
     compiled = load_model(f"hf:{ckpts['sdar']}", device="cpu", compile="true", cache="block").net
     assert compiled.compiled and compiled.versions()["compile"] == "true"  # compiles lazily, at its first call
-    names = "LLaDA, Dream / DiffuCoder, SDAR / TraDo and LLaDA 2.x"
+    names = "LLaDA, LLaDA-MoE, Dream / DiffuCoder, SDAR / TraDo and LLaDA 2.x"
     with pytest.raises(ModelSpecError, match=f"compile=true has a compile path only for {names}.*masked LM"):
         load_model(f"hf:{ckpts['sdar']}", device="cpu", compile="true", family="masked_lm")
     with pytest.raises(ModelSpecError, match="cache='block' is invalid"):

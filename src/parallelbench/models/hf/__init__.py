@@ -43,7 +43,7 @@ def load(arg: str, **options: Any):
             f"cannot tell which adapter 'hf:{arg}' needs (model_type {kind!r}); "
             f"pass --model-opt family=<{'|'.join(FAMILIES)}>"
         )
-    if opts.compile and family not in ("llada", "dream", "sdar", "llada2"):
+    if opts.compile and family not in ("llada", "lladamoe", "dream", "sdar", "llada2"):
         raise compile_refused(f"hf:{arg}", f"a {FAMILY_NAMES[family]} model")
     if opts.cache == "delayed" and family not in DELAYED_CACHE_FAMILIES:
         raise HFModelError(

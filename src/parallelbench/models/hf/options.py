@@ -56,7 +56,7 @@ class HFOptions:
             raise HFModelError(f"model option dtype={self.dtype!r} is invalid: use bfloat16, float16 or float32")
 
 
-COMPILE_FAMILIES = "LLaDA, Dream / DiffuCoder, SDAR / TraDo and LLaDA 2.x, through the native implementation"
+COMPILE_FAMILIES = "LLaDA, LLaDA-MoE, Dream / DiffuCoder, SDAR / TraDo and LLaDA 2.x, through the native implementation"
 
 
 def compile_refused(name: str, what: str) -> HFModelError:
