@@ -78,10 +78,23 @@ def test_a_block_length_the_blocks_do_not_divide_names_model_and_task(tmp_path, 
     assert "must be a positive multiple of 4" in line
 
 
+def run_own_model(folder: Path, module: str, source: str):
+    """`run` on copy and sort with `py:<module>:make`, the module written to `folder` (the current directory)."""
+    (folder / f"{module}.py").write_text(source)
+    try:
+        return runner.invoke(app, ["run", "--model", f"py:{module}:make", "--tasks", "waiting_line/copy,waiting_line/sort",
+                                   "--strategy", "confidence-topk", "--k", "1", "--limit", "2", "--db", "r.db",
+                                   "--no-progress", "--no-report"])
+    finally:
+        import sys
+
+        sys.modules.pop(module, None)
+
+
 def test_a_model_of_your_own_raises_model_input_error_and_gets_the_same_line(tmp_path, monkeypatch):
     """A `py:` model that raises ModelInputError: the task is skipped with one line, the run goes on."""
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "pbi_models.py").write_text('''
+    res = run_own_model(tmp_path, "pbi_models", '''
 from parallelbench.models.base import ModelInputError
 from parallelbench.models.ideal.bench import IdealBenchModel
 
@@ -96,14 +109,6 @@ class Picky(IdealBenchModel):
 def make():
     return Picky(name="picky")
 ''')
-    try:
-        res = runner.invoke(app, ["run", "--model", "py:pbi_models:make", "--tasks", "waiting_line/copy,waiting_line/sort",
-                                  "--strategy", "confidence-topk", "--k", "1", "--limit", "2", "--db", "r.db",
-                                  "--no-progress", "--no-report"])
-    finally:
-        import sys
-
-        sys.modules.pop("pbi_models", None)
     assert res.exit_code == 0, res.output
     assert ("skipped waiting_line/sort for picky: lists to sort are longer than this model's 3 items; use n <= 3"
             in res.output)
@@ -114,7 +119,7 @@ def test_a_model_of_your_own_that_raises_anything_else_is_one_line_not_a_traceba
     with one line naming the model, task, config and the line of the user's code, and keeps the
     rows finished before it."""
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "pbi_crash.py").write_text('''
+    res = run_own_model(tmp_path, "pbi_crash", '''
 from parallelbench.models.ideal.bench import IdealBenchModel
 
 
@@ -131,14 +136,6 @@ class Short(IdealBenchModel):
 def make():
     return Short(name="short")
 ''')
-    try:
-        res = runner.invoke(app, ["run", "--model", "py:pbi_crash:make", "--tasks", "waiting_line/copy,waiting_line/sort",
-                                  "--strategy", "confidence-topk", "--k", "1", "--limit", "2", "--db", "r.db",
-                                  "--no-progress", "--no-report"])
-    finally:
-        import sys
-
-        sys.modules.pop("pbi_crash", None)
     assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1, res.output
     line = " ".join(res.output.split())
