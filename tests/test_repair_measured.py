@@ -246,6 +246,27 @@ def test_lm_eval_metrics_score_the_answer_at_unmasking(monkeypatch):
     assert (got["unmask_score"], got["edits"]) == (1.0, 0.0)
 
 
+def test_a_new_generation_pass_forgets_records_an_older_one_left_unscored():
+    pytest.importorskip("lm_eval")
+    from lm_eval.api.instance import Instance
+
+    from parallelbench.integrations import lm_eval_metrics as m
+    from parallelbench.integrations.lm_eval import ParallelBenchLM
+    from parallelbench.integrations.lm_eval_tasks import doc_of
+    from parallelbench.tasks import get_task
+
+    sample = get_task("waiting_line/copy").samples(1)[0]
+    doc = doc_of(sample)
+    # a pass that stopped before scoring (or generated without scoring) leaves a record of this sample
+    m.record(sample.id, m.decoding_metadata([0], None, nfe=9, gen_length=9, input_length=1, output_length=1, edits=7))
+    lm = ParallelBenchLM(model="ideal", strategy="confidence-topk", k=1)
+    req = Instance(request_type="generate_until", doc=doc, arguments=(doc["text"], {"until": [], "max_gen_toks": 32}),
+                   idx=0)
+    assert lm.generate_until([req]) == [sample.answer]
+    got = m.sample_metrics(doc, sample.answer)
+    assert (got["edits"], got["nfe"]) == (0.0, float(lm.stats[0]["nfe"]))  # this pass's decode, not the stale one
+
+
 IDEAL_EDIT = ["--strategy", "edit-threshold", "--threshold", "1", "--param", "min_k=2", "--param", "edit_threshold=0.1"]
 
 

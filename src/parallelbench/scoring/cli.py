@@ -129,7 +129,7 @@ def score(
             import_scorer_modules(scorers or "")
         except TaskSourceError as err:
             _fail(console, str(err))
-        _rescore_db(console, db, Path(tasks) if tasks else None, scoring, per_sample)
+        _rescore_db(console, db, tasks, scoring, per_sample)
         return
     try:
         import_scorer_modules(scorers or "")
@@ -182,7 +182,7 @@ def score(
         console.print(f"wrote {len(rows)} per-sample scores to {per_sample}", highlight=False)
 
 
-def _rescore_db(console, db: Path, tasks: Optional[Path], mode: str, per_sample: Optional[Path]) -> None:
+def _rescore_db(console, db: Path, tasks: Optional[str], mode: str, per_sample: Optional[Path]) -> None:
     """Score the stored outputs of `db` again in `mode`; print stored vs new means per task."""
     from rich.markup import escape  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
@@ -194,11 +194,19 @@ def _rescore_db(console, db: Path, tasks: Optional[Path], mode: str, per_sample:
     from parallelbench.scoring.rescore import rescore_rows  # noqa: PLC0415
     from parallelbench.scoring.similarity import MetricUnavailable  # noqa: PLC0415
 
+    from parallelbench.tasks import TaskSourceError, task_source_samples  # noqa: PLC0415
+    from parallelbench.tasks.user import is_task_source  # noqa: PLC0415
+
     try:
         with ResultsStore(db, create=False) as store:
             rows = list(store.iter_rows())
-        given = read_samples(tasks) if tasks is not None else None
-    except (StoreError, ScoreInputError) as err:
+        if tasks is None:
+            given = None
+        elif is_task_source(tasks) and not Path(tasks).exists():  # module:NAME, as without --db
+            given = task_source_samples(tasks)
+        else:
+            given = read_samples(Path(tasks))
+    except (StoreError, ScoreInputError, TaskSourceError) as err:
         _fail(console, " ".join(str(err).split()))
     if not rows:
         _fail(console, f"{db} holds no finished rows to rescore; run `parallelbench run --db {db}` first")
@@ -223,7 +231,7 @@ def _rescore_db(console, db: Path, tasks: Optional[Path], mode: str, per_sample:
         table.add_column(name, justify=justify, no_wrap=name != "task")
     for task in sorted(by_task):
         group = by_task[task]
-        stored = [r["stored"] for r in group if r["stored"] is not None]
+        stored = [r["stored"] for r in group if r["stored"] is not None and not r.get("stored_error")]
         changed = sum(r["stored"] is not None and r["stored"] != r["score"] for r in group)
         scored = [r["score"] for r in group if not error_of_meta(r.get("meta"))]
         table.add_row(escape(display_name(task)), str(len(group)),
@@ -237,7 +245,7 @@ def _rescore_db(console, db: Path, tasks: Optional[Path], mode: str, per_sample:
         console.print(
             f"{len(result.missing)} stored row(s) of {len(tasks_missing)} task(s) ({', '.join(tasks_missing[:3])}"
             f"{' ...' if len(tasks_missing) > 3 else ''}) were not rescored: their samples are not the registered ones; "
-            "pass --tasks with the task files they came from",
+            "pass --tasks with the task files they came from (or module:NAME for tasks of your own)",
             highlight=False, soft_wrap=True,
         )
     if per_sample is not None:
