@@ -126,9 +126,14 @@ def one_venv_main(argv: list[str] | None, *, doc: str, script: str, example_offi
         except RuntimeError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+    return finish(report, args.json)
+
+
+def finish(report: Report, json_path: "str | None") -> int:
+    """Print the table (and write --json), then the verdict; the exit status of a verification."""
     print(report.table())
-    if args.json:
-        Path(args.json).write_text(json.dumps({"versions": report.versions, "notes": report.notes, "rows": [
+    if json_path:
+        Path(json_path).write_text(json.dumps({"versions": report.versions, "notes": report.notes, "rows": [
             {"checkpoint": r.checkpoint, "check": r.check, "value": r.value, "limit": r.limit, "ok": r.ok,
              "note": r.note} for r in report.rows]}, indent=2))
     print("all checks passed" if report.ok else "SOME CHECKS FAILED")

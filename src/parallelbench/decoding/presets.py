@@ -29,6 +29,7 @@ class TopKStrategy(Strategy):
     kind = "topk"
     Options = TopKOptions
     focus = "candidates"
+    commits_in_candidates = True
     scorer: ClassVar[str] = "confidence"
 
     def __init__(self, **params: Any) -> None:
@@ -51,6 +52,9 @@ class TopKStrategy(Strategy):
         steps, blocks = self.options.steps, self.num_blocks(gen_length)
         if steps is not None and steps % blocks != 0:
             raise option_error("steps", steps, f"a multiple of the number of blocks ({blocks})")
+
+    def max_commits_per_row(self) -> int | None:
+        return self.options.k if self.options.steps is None else None
 
     def tokens_this_step(self, view: StepView) -> torch.Tensor:
         """[b] tokens to commit now under the k or steps schedule."""

@@ -27,7 +27,8 @@ def load(arg: str, **options: Any):
     """Load `hf:<arg>`; every user error is one `HFModelError` line (a `ModelSpecError`)."""
     from parallelbench.models.hf.checkpoint import resolve
     from parallelbench.models.hf.detect import FAMILIES, FAMILY_NAMES, detect_family, estimate_parameters, native_family
-    from parallelbench.models.hf.options import DELAYED_CACHE_FAMILIES, parse_options, resolve_device, resolve_dtype
+    from parallelbench.models.hf.options import (DELAYED_CACHE_FAMILIES, compile_refused, parse_options,
+                                                 resolve_device, resolve_dtype)
 
     opts = parse_options(options)
     try:
@@ -42,6 +43,8 @@ def load(arg: str, **options: Any):
             f"cannot tell which adapter 'hf:{arg}' needs (model_type {kind!r}); "
             f"pass --model-opt family=<{'|'.join(FAMILIES)}>"
         )
+    if opts.compile and family not in ("llada", "lladamoe", "dream", "sdar", "llada2"):
+        raise compile_refused(f"hf:{arg}", f"a {FAMILY_NAMES[family]} model")
     if opts.cache == "delayed" and family not in DELAYED_CACHE_FAMILIES:
         raise HFModelError(
             f"'hf:{arg}': cache=delayed (d3LLM's delayed prefix cache, for --strategy multi-block) exists for the "

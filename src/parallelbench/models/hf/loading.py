@@ -73,6 +73,10 @@ def build_remote_dllm(ckpt: Checkpoint, opts: Any, *, net_class: type, default_m
     from parallelbench.models.hf.text_model import HFDiffusionTextModel
     from parallelbench.models.hf.tokenizer import HFChatTokenizer, mask_id_of, stop_ids_of
 
+    if opts.compile:
+        from parallelbench.models.hf.options import compile_refused
+
+        raise compile_refused(name, "a checkpoint run through its own code (trust_remote_code=true)")
     trust = opts.trust_remote_code is True  # resolved by the package's remote-code policy
     tokenizer = load_tokenizer(ckpt, trust_remote_code=trust, revision=opts.revision)
     model = load_weights(ckpt, AutoModel, device=device, dtype=dtype, trust_remote_code=trust, revision=opts.revision)
