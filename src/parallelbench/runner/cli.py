@@ -180,11 +180,13 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
     from parallelbench.models.registry import ModelSpecError
     from parallelbench.runner.job import RunInterrupted
     from parallelbench.runner.pool import WorkerLoadError
+    from parallelbench.runner.units import UserModelCrash
 
     with _sigterm_as_interrupt() as terminated:
         try:
             result = run_job(spec, console, show_progress=show_progress)
-        except (ModelLoadError, RayUnavailable, StoreError, ModelSpecError, WorkerLoadError) as exc:  # e.g. a rejected API key
+        except (ModelLoadError, RayUnavailable, StoreError, ModelSpecError, WorkerLoadError,
+                UserModelCrash) as exc:  # e.g. a rejected API key
             _fail(str(exc))
             return
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (turned into one above)
@@ -356,14 +358,14 @@ def results(
     db: str = typer.Option("parallelbench.db", "--db", help="Results database to read."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Only these models (comma-separated specs)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help="Only these tasks: ids, families (waiting_line), categories or paper, comma-separated."),
-    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="Only these strategies: names (confidence-topk) or config labels as the tables show them (confidence-topk[k=2]), comma-separated."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="Only these strategies: names (confidence-topk) or config labels as the tables show them (confidence-topk\\[k=2]), comma-separated."),
     all_versions: bool = typer.Option(False, "--all-versions", help="Also rows of older model, data or strategy versions (not reused by `run`): one table per decoding version (model, strategy code, options), the task's data version as a column."),
     order: bool = typer.Option(False, "--order", help="Decoding order per strategy config instead: rank correlation of the commit order with left to right (Kendall, Spearman) and local/global AR-ness."),
     repair: bool = typer.Option(False, "--repair", help="Repair by editing instead: per model, editing strategy config and task, the mean score when the last original mask was filled (unmask) and at the end, with 95% intervals, the share of rows repaired (wrong then right) and broken (right then wrong), and mean edits."),
     compare: Optional[Tuple[str, str]] = typer.Option(
         None, "--compare", metavar="A B",
         help="Paired difference A − B on the samples both configs decoded, with its 95% interval and p-value. "
-             "Name a config as the table lists it, e.g. 'confidence-topk[k=2]', adding @MODEL when several models ran it.",
+             "Name a config as the table lists it, e.g. 'confidence-topk\\[k=2]', adding @MODEL when several models ran it.",
     ),
 ) -> None:
     """Print accuracy ± 95% half-width, tokens per step and answer tokens per step per task and strategy config, or compare two configs.

@@ -67,22 +67,21 @@ def split_schedule(block_length: int, steps: int) -> list[int]:
 
 def edit_token_ids(options: IndelThresholdOptions, model: Any) -> tuple[int, int]:
     """(DELETE, SPLIT) ids for `model`: the options', else the model's; one ValueError line if unusable."""
-    name = type(model).__name__
-    found = {}
+    found = {}  # the caller's line names the model spec; its class name would mean nothing to a user
     for role, given, attr in (("delete", options.delete_token, "delete_token_id"),
                               ("split", options.split_token, "split_token_id")):
         value, where = (given, f"option {role}_token") if given is not None else (
-            getattr(model, attr, None), f"{name}'s {attr}")
+            getattr(model, attr, None), f"the model's {attr}")
         if value is None:
             raise ValueError(
-                f"strategy 'indel-threshold' needs DELETE and SPLIT token ids, and {name} has no {attr} (LLaDA 2.2 "
+                f"strategy 'indel-threshold' needs DELETE and SPLIT token ids, and the model has no {attr} (LLaDA 2.2 "
                 f"checkpoints state delete_token_id / split_token_id in config.json): give delete_token=ID split_token=ID")
         vocab = int(getattr(model, "vocab_size", 0) or 0)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < vocab:
-            raise ValueError(f"{where}={value!r} is outside the vocabulary of {name} (ids 0..{vocab - 1}); "
+            raise ValueError(f"{where}={value!r} is outside the model's vocabulary (ids 0..{vocab - 1}); "
                              f"give an id of its {role.upper()} token")
         if value == int(model.mask_id):
-            raise ValueError(f"{where}={value} is the mask id of {name}; give the id of its {role.upper()} token")
+            raise ValueError(f"{where}={value} is the model's mask id; give the id of its {role.upper()} token")
         found[role] = int(value)
     if found["delete"] == found["split"]:
         raise ValueError(f"DELETE and SPLIT are the same id {found['delete']}; give two different tokens")

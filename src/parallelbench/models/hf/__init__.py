@@ -36,6 +36,9 @@ def load(arg: str, **options: Any):
     except ImportError:
         raise HFModelError("hf: models need transformers: pip install 'transformers>=4.46' accelerate") from None
     ckpt = resolve(arg, opts.revision)
+    if opts.family is not None and opts.family not in FAMILIES:  # the user's word, not the detection, is wrong
+        raise HFModelError(f"'hf:{arg}': model option family={opts.family!r} is not a family; use one of "
+                           f"{', '.join(FAMILIES)}")
     family = opts.family or ("causal" if ckpt.gguf_file else detect_family(ckpt.config))
     if family not in FAMILIES:
         kind = ckpt.config.get("model_type") or ckpt.config.get("architectures")
@@ -75,7 +78,9 @@ def load(arg: str, **options: Any):
     try:
         model = module.build(ckpt, opts, device=device, dtype=resolve_dtype(opts.dtype, device), name=f"hf:{arg}")
     except ValueError as exc:  # adapter-level option errors, e.g. an unsupported cache mode
-        raise HFModelError(about(f"'hf:{arg}'", str(exc))) from None
+        # a message naming the resolved folder ('hf:/abs/dir') names the model as the user spelled it
+        message = str(exc).replace(f"'hf:{ckpt.label}'", f"'hf:{arg}'")
+        raise HFModelError(about(f"'hf:{arg}'", message)) from None
     if opts.adapter:
         from parallelbench.models.hf.adapter import apply_adapter
 
