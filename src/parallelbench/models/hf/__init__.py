@@ -36,6 +36,9 @@ def load(arg: str, **options: Any):
     except ImportError:
         raise HFModelError("hf: models need transformers: pip install 'transformers>=4.46' accelerate") from None
     ckpt = resolve(arg, opts.revision)
+    if opts.family is not None and opts.family not in FAMILIES:  # the user's word, not the detection, is wrong
+        raise HFModelError(f"'hf:{arg}': model option family={opts.family!r} is not a family; use one of "
+                           f"{', '.join(FAMILIES)}")
     family = opts.family or ("causal" if ckpt.gguf_file else detect_family(ckpt.config))
     if family not in FAMILIES:
         kind = ckpt.config.get("model_type") or ckpt.config.get("architectures")
