@@ -33,6 +33,9 @@ Setup (once):
 Run:
 
     PYTHONPATH=src python benchmarks/verify_lladamoe.py --python /tmp/pb-tf449/bin/python --official DIR
+
+`--quick` runs the smaller spec (fewer canvases and settings); without a scratch venv and the
+official files it exits 77 with one line saying what is missing.
 """
 
 from __future__ import annotations
