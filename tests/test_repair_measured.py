@@ -159,7 +159,9 @@ def test_csv_export_carries_the_repair_columns(tiny_db, tmp_path):
     res = runner.invoke(app, ["results", "export", "--db", str(tiny_db), "--format", "csv", "--out", str(out)])
     assert res.exit_code == 0, res.output
     table = pd.read_csv(out)
-    assert set(REPAIR_COLUMNS) <= set(table.columns) and list(table.columns) == list(COLUMNS)
+    expected = list(COLUMNS)
+    expected.insert(expected.index("score") + 1, "scorer_error")  # the export's own column
+    assert set(REPAIR_COLUMNS) <= set(table.columns) and list(table.columns) == expected
     assert table.loc[table["config"] == TOPK, "unmask_score"].equals(table.loc[table["config"] == TOPK, "score"])
 
 
