@@ -134,3 +134,17 @@ def test_results_help_keeps_the_config_label_examples():
     """Rich markup read `[k=2]` in the help as a tag and dropped it: the example label looked like a name."""
     out = " ".join(CliRunner().invoke(app, ["results", "--help"], env={"COLUMNS": "200"}).output.split())
     assert "(confidence-topk[k=2])" in out and "e.g. 'confidence-topk[k=2]'" in out
+
+
+def test_an_unknown_family_option_names_the_option_not_the_detection(tmp_path):
+    """`--model-opt family=bogus` said "cannot tell which adapter ... needs (model_type 'bert')"."""
+    from parallelbench.models import ModelSpecError, load_model
+    from parallelbench.models.hf.detect import FAMILIES
+    from test_models_hf_masked_lm import build
+
+    folder = build(tmp_path / "bert")
+    with pytest.raises(ModelSpecError) as err:
+        load_model(f"hf:{folder}", device="cpu", family="bogus")
+    message = str(err.value)
+    assert "family='bogus' is not a family" in message and "cannot tell" not in message
+    assert all(family in message for family in FAMILIES)

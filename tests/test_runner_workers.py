@@ -220,18 +220,23 @@ def test_a_killed_worker_loses_only_its_unit_which_a_rerun_decodes(workdir: Path
 
 
 @needs_proc
-@pytest.mark.parametrize("how", ["sigterm", "ctrl-c"])
+@pytest.mark.parametrize("how", ["sigterm", "ctrl-c", "sigterm-to-every-process"])
 def test_sigterm_and_ctrl_c_save_what_finished_and_say_so_in_one_line(workdir: Path, how: str) -> None:
     db = workdir / "r.db"
     proc = _start([*SLOW_GRID, "--db", str(db), "--workers", "2", "--no-progress", "--no-report"], workdir)
     workers = _wait_for(proc, db, 6, workers=2)
     if how == "sigterm":
-        proc.send_signal(signal.SIGTERM)  # to the run alone, as `kill PID` or a scheduler does
-    else:
+        proc.send_signal(signal.SIGTERM)  # to the run alone, as `kill PID`, `timeout` or Kubernetes does
+    elif how == "ctrl-c":
         os.killpg(proc.pid, signal.SIGINT)  # to the whole foreground group, as a terminal's Ctrl-C does
+    else:  # to every process of the job, workers first, as Slurm's scancel or `systemctl stop` may
+        for pid in workers:
+            os.kill(pid, signal.SIGTERM)
+        time.sleep(0.2)  # the run sees its workers end before its own signal comes
+        proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     lines = [ln for ln in (out + err).splitlines() if ln.strip()]
-    assert proc.returncode == (143 if how == "sigterm" else 130), out + err
+    assert proc.returncode == (130 if how == "ctrl-c" else 143), out + err
     assert len(lines) == 1 and "re-run the same command to resume" in lines[0], lines
     saved = int(re.search(r"interrupted: ([\d,]+) rows of this run are saved in ", lines[0]).group(1).replace(",", ""))
     assert saved == _count(db) >= 6

@@ -171,3 +171,21 @@ def test_messages_parse_and_count():
         "it's", "returned score 2, not a number in [0, 1]")
     groups = count_errors([("t1", None), ("t1", "scorer 'x' raised E: 1"), ("t2", "scorer 'x' raised E: 2"), ("t3", None)])
     assert [(g.scorer, g.rows, g.total, g.tasks, g.first) for g in groups] == [("x", 2, 3, ["t1", "t2"], "raised E: 1")]
+
+
+def test_rescoring_table_with_error_counts_fits_every_width(ran):
+    """The `scorer errors` column made the rescoring table 72 columns wide: at 60 a column goes, named."""
+    from test_terminal_numbers import WIDTHS, _env, assert_whole
+
+    folder, db, _ = ran
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        shown = {width: CliRunner().invoke(app, ["score", "--db", str(db), "--tasks", "bad_tasks:make_tasks"],
+                                           env=_env(width)).output for width in WIDTHS}
+    finally:
+        os.chdir(here)
+    for width in WIDTHS:
+        assert_whole(shown[width], shown["200"], width)
+    assert "scorer errors ┃" in shown["200"]
+    assert re.search(r"not shown at this width: (changed, )?scorer errors \(", flat(shown["60"])), shown["60"]

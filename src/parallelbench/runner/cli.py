@@ -71,7 +71,7 @@ def run(
     db: Optional[str] = typer.Option(None, "--db", help="Results database (default ./parallelbench.db)."),
     out: Optional[str] = typer.Option(None, "--out", help="Folder for the report (default: beside the database, named after it: parallelbench.db -> ./parallelbench-out, tour.db -> ./tour-out)."),
     executor: Optional[str] = typer.Option(None, "--executor", help="local (default) or ray."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Decoding processes: local worker processes (each loads the model once and decodes with --threads torch threads) or Ray actors. Default: every core this process may use, or one per visible GPU for a model on a GPU; 1 decodes in this process. Rows are the same for any number."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Decoding processes: local worker processes (each loads the model once and decodes with --threads torch threads) or Ray actors. Default: every core this process may use, or one per visible GPU for a model on a GPU (a run with under about 20 s of decoding left after its first batch stays in this process); 1 decodes in this process. Rows are the same for any number."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Existing Ray cluster address (default: start a local one)."),
     gpus_per_worker: Optional[float] = typer.Option(None, "--gpus-per-worker", help="Ray: GPUs each actor reserves (1 = one actor per GPU; default 0, CPU workers)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads per decoding process (default 1: oversubscribed cores slow decoding many times over; raise it for big CPU models on an idle machine)."),

@@ -221,24 +221,37 @@ def _rescore_db(console, db: Path, tasks: Optional[str], mode: str, per_sample: 
     by_task: dict[str, list[dict]] = defaultdict(list)
     for row in result.rows:
         by_task[row["task"]].append(row)
-    table = Table(title=f"{db}: stored scores and {mode} scoring of the same outputs (means per task)")
-    from parallelbench.analysis.terminal import print_table  # noqa: PLC0415
+    from parallelbench.analysis.terminal import dropped_line, fit_columns, print_line, print_table  # noqa: PLC0415
     from parallelbench.scoring.errors import error_of_meta  # noqa: PLC0415
 
     failed = any(error_of_meta(r.get("meta")) for r in result.rows)
-    for name, justify in (("task", "left"), ("rows", "right"), ("stored", "right"), (mode, "right"), ("changed", "right"),
-                          *((("scorer errors", "right"),) if failed else ())):
-        table.add_column(name, justify=justify, no_wrap=name != "task")
+    cells: dict[str, dict[str, str]] = {}
     for task in sorted(by_task):
         group = by_task[task]
         stored = [r["stored"] for r in group if r["stored"] is not None and not r.get("stored_error")]
-        changed = sum(r["stored"] is not None and r["stored"] != r["score"] for r in group)
         scored = [r["score"] for r in group if not error_of_meta(r.get("meta"))]
-        table.add_row(escape(display_name(task)), str(len(group)),
-                      f"{sum(stored) / len(stored):.3f}" if stored else "-",
-                      f"{sum(scored) / len(scored):.3f}" if scored else "scorer error", str(changed),
-                      *((str(len(group) - len(scored)),) if failed else ()))
+        cells[task] = {
+            "rows": str(len(group)), "stored": f"{sum(stored) / len(stored):.3f}" if stored else "-",
+            mode: f"{sum(scored) / len(scored):.3f}" if scored else "scorer error",
+            "changed": str(sum(r["stored"] is not None and r["stored"] != r["score"] for r in group)),
+            "scorer errors": str(len(group) - len(scored)),
+        }
+
+    def build(optional) -> Table:
+        table = Table(title=f"{db}: stored scores and {mode} scoring of the same outputs (means per task)")
+        columns = ["rows", "stored", mode, *optional]
+        table.add_column("task", no_wrap=False)
+        for name in columns:
+            table.add_column(name, justify="right", no_wrap=True)
+        for task, row in cells.items():
+            table.add_row(escape(display_name(task)), *(row[name] for name in columns))
+        return table
+
+    # a narrow terminal loses the right-hand counts (named in a line), never a cut number
+    table, dropped = fit_columns(console, build, ["changed", *(["scorer errors"] if failed else [])])
     print_table(console, table)
+    if dropped:
+        print_line(console, dropped_line(dropped, "score --db"), "yellow")
     _print_scorer_errors(console, result.rows)
     if result.missing:
         tasks_missing = sorted({t for t, _ in result.missing})

@@ -36,6 +36,9 @@ def load(arg: str, **options: Any):
     except ImportError:
         raise HFModelError("hf: models need transformers: pip install 'transformers>=4.46' accelerate") from None
     ckpt = resolve(arg, opts.revision)
+    if opts.family is not None and opts.family not in FAMILIES:  # the user's word, not the detection, is wrong
+        raise HFModelError(f"'hf:{arg}': model option family={opts.family!r} is not a family; use one of "
+                           f"{', '.join(FAMILIES)}")
     family = opts.family or ("causal" if ckpt.gguf_file else detect_family(ckpt.config))
     if family not in FAMILIES:
         kind = ckpt.config.get("model_type") or ckpt.config.get("architectures")
@@ -72,8 +75,11 @@ def load(arg: str, **options: Any):
 
         read_record(opts.adapter)  # a missing or foreign folder fails before the weights load
     module = importlib.import_module(f"parallelbench.models.hf.{family}")
+    from parallelbench.models.hf.loading import library_warnings_held
+
     try:
-        model = module.build(ckpt, opts, device=device, dtype=resolve_dtype(opts.dtype, device), name=f"hf:{arg}")
+        with library_warnings_held():  # a failed load prints its one error line, not the library's warnings first
+            model = module.build(ckpt, opts, device=device, dtype=resolve_dtype(opts.dtype, device), name=f"hf:{arg}")
     except ValueError as exc:  # adapter-level option errors, e.g. an unsupported cache mode
         # a message naming the resolved folder ('hf:/abs/dir') names the model as the user spelled it
         message = str(exc).replace(f"'hf:{ckpt.label}'", f"'hf:{arg}'")
