@@ -67,7 +67,8 @@ class TopKStrategy(Strategy):
         return SCORERS[self.scorer](view)
 
     def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
-        return selection.top_k(scores, view.candidates, self.tokens_this_step(view))
+        fixed = self.options.steps is None and type(self).tokens_this_step is TopKStrategy.tokens_this_step
+        return selection.top_k(scores, view.candidates, self.options.k if fixed else self.tokens_this_step(view))
 
 
 @register_strategy("random")

@@ -23,8 +23,10 @@ def descending_rank(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Ten
 
 def top_k(scores: torch.Tensor, candidates: torch.Tensor, k: torch.Tensor | int) -> torch.Tensor:
     """The k best-scoring candidates of each row (k may differ per row)."""
-    if not torch.is_tensor(k):
-        k = torch.full((scores.shape[0],), int(k), device=scores.device, dtype=torch.long)
+    if not torch.is_tensor(k):  # one k for every row: a scalar comparison, and no sort for k = 1
+        if int(k) == 1:
+            return best(scores, candidates)
+        return (descending_rank(scores, candidates) < int(k)) & candidates
     return (descending_rank(scores, candidates) < k.unsqueeze(1)) & candidates
 
 

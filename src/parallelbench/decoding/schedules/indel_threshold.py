@@ -78,7 +78,7 @@ def edit_token_ids(options: IndelThresholdOptions, model: Any) -> tuple[int, int
                 f"checkpoints state delete_token_id / split_token_id in config.json): give delete_token=ID split_token=ID")
         vocab = int(getattr(model, "vocab_size", 0) or 0)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < vocab:
-            raise ValueError(f"{where}={value!r} is outside the model's vocabulary (ids 0..{vocab - 1}); "
+            raise ValueError(f"{where}={value!r} is outside the vocabulary of the model (ids 0..{vocab - 1}); "
                              f"give an id of its {role.upper()} token")
         if value == int(model.mask_id):
             raise ValueError(f"{where}={value} is the model's mask id; give the id of its {role.upper()} token")
