@@ -69,12 +69,13 @@ class ResultsDatabaseError(ValueError):
 
 def load_frame(db_path: Path) -> pd.DataFrame:
     """The results frame of contract 5; FileNotFoundError names the missing database."""
-    db_path = Path(db_path)
-    if not db_path.exists():
-        raise FileNotFoundError(f"results database {db_path} does not exist; run `parallelbench run` first or pass --db PATH")
     import sqlite3
 
-    from parallelbench.runner.store import ResultsStore, StoreError
+    from parallelbench.runner.store import ResultsStore, StoreError, missing_database
+
+    db_path = Path(db_path)
+    if not db_path.exists():
+        raise FileNotFoundError(missing_database(db_path))
 
     try:  # read only: a report never creates or alters a database
         store = ResultsStore(db_path, create=False)
