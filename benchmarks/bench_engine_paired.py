@@ -17,6 +17,7 @@ same tokens (checked).
 
     python benchmarks/bench_engine_paired.py --baseline-src /tmp/base/src   # e.g. a `git worktree` of main
     python benchmarks/bench_engine_paired.py --baseline-src /tmp/base/src --presets eb,entropy-topk --blocks none
+    python benchmarks/bench_engine_paired.py --block-causal cache --baseline-src /tmp/base/src   # cache=block
     python benchmarks/bench_engine_paired.py --quick   # seconds; the tree against itself
 """
 
@@ -37,7 +38,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_strategies import StandIn  # noqa: E402
+from bench_strategies import BlockCausalStandIn, StandIn  # noqa: E402
 
 import parallelbench  # noqa: E402
 from parallelbench import decoding as current  # noqa: E402
@@ -59,16 +60,32 @@ def load_baseline(src: Path, into: Path):
     return importlib.import_module("pbbaseline.decoding")
 
 
+BLOCK_CAUSAL = ("block_causal", "block_size", "default_block_length", "cache_mode", "supports_kv_cache")
+
+
 class Recorder:
     def __init__(self, net):
         self.net, self.outputs, self.seconds = net, [], 0.0
         self.mask_id, self.eos_id, self.vocab_size = net.mask_id, net.eos_id, net.vocab_size
         self.device = next(net.parameters()).device
         self.supports_attention_bias = getattr(net, "supports_attention_bias", False)
+        for name in BLOCK_CAUSAL:  # the block-causal contract, when the net has it
+            if hasattr(net, name):
+                setattr(self, name, getattr(net, name))
 
     def forward(self, canvas, *, attention_mask=None, rows=None, **kw):
         t0 = CLOCK()
         out = self.net(canvas, attention_mask=attention_mask, rows=rows, **kw)
+        self.seconds += CLOCK() - t0
+        self.outputs.append(out)
+        return out
+
+    def new_kv_cache(self, batch, length):
+        return self.net.new_kv_cache(batch, length)
+
+    def forward_cached(self, ids, **kw):
+        t0 = CLOCK()
+        out = self.net.forward_cached(ids, **kw)
         self.seconds += CLOCK() - t0
         self.outputs.append(out)
         return out
@@ -79,11 +96,19 @@ class Replay:
         self.outputs, self.i = rec.outputs, 0
         self.mask_id, self.eos_id, self.vocab_size, self.device = rec.mask_id, rec.eos_id, rec.vocab_size, rec.device
         self.supports_attention_bias = rec.supports_attention_bias
+        for name in BLOCK_CAUSAL:
+            if hasattr(rec, name):
+                setattr(self, name, getattr(rec, name))
 
     def forward(self, canvas, **kw):
         out = self.outputs[self.i]
         self.i += 1
         return out
+
+    def new_kv_cache(self, batch, length):
+        return ()  # the recorded calls need no cache, but the engine must see one
+
+    forward_cached = forward
 
 
 def main() -> None:
@@ -94,6 +119,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--json", help="also write every row to this JSON file")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, two presets: a seconds-long smoke run")
+    ap.add_argument("--block-causal", choices=("off", "nocache", "cache"), default="off",
+                    help="decode bench_strategies.py's block-causal stand-in (cache: the exact KV cache); "
+                         "presets that refuse a block-causal model are skipped")
     args = ap.parse_args()
     if args.repeats < 1:
         sys.exit(f"error: --repeats {args.repeats} must be >= 1")
@@ -115,7 +143,13 @@ def main() -> None:
     src = args.baseline_src or Path(parallelbench.__file__).resolve().parents[1]
 
     torch.set_num_threads(1)
-    net = StandIn(vocab, dim, layers, heads, 4 * dim)
+    if args.block_causal == "off":
+        net = StandIn(vocab, dim, layers, heads, 4 * dim)
+        wanted = [w for w in wanted if not getattr(current.build_strategy(w), "requires_block_causal", False)]
+    else:
+        net = BlockCausalStandIn(vocab, dim, layers, heads, 4 * dim, "block" if args.block_causal == "cache" else "none",
+                                 default_block_length=gen)
+        wanted = [w for w in wanted if current.build_strategy(w).supports_block_causal]
     verifier = StandIn(vocab, dim, 1, heads, 4 * dim, causal=True, seed=1)
     g = torch.Generator().manual_seed(0)
     prompts = [torch.randint(2, vocab, (prompt,), generator=g).tolist() for _ in range(batch)]
@@ -123,12 +157,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
         old = load_baseline(src, Path(tmp))
         print(f"# baseline {src}; stand-in d={dim} layers={layers} vocab={vocab}; batch {batch}, prompt {prompt}, "
-              f"gen {gen}; greedy; process CPU time; 1 torch thread; engine = median of {args.repeats} paired replays")
+              f"gen {gen}; greedy; process CPU time; 1 torch thread; engine = median of {args.repeats} paired replays"
+              + ("" if args.block_causal == "off" else f"; block-causal stand-in, {args.block_causal}"))
         print(f"{'preset':22s} {'blocks':>6s} {'calls':>5s} {'model ms':>9s} {'engine ms old':>13s} {'new':>7s} "
               f"{'overhead old':>12s} {'new':>6s} {'change':>7s}")
         for name in wanted:
             for block in blocks:
-                s_old, s_new = old.build_strategy(name, block_length=block), current.build_strategy(name, block_length=block)
+                extra = {"delete_token": 2, "split_token": 3} if name == "indel-threshold" else {}  # no such tokens here
+                s_old = old.build_strategy(name, block_length=block, **extra)
+                s_new = current.build_strategy(name, block_length=block, **extra)
                 model_s = []
                 for _ in range(2):
                     rec, vrec = Recorder(net), Recorder(verifier)

@@ -217,7 +217,7 @@ class ModelClock:
 
     def __init__(self, net, device: str):
         self.net, self.device, self.seconds = net, device, 0.0
-        self.calls = {name: getattr(net, name) for name in ("forward", "forward_cached")}
+        self.calls = {name: getattr(net, name) for name in ("forward", "forward_cached") if hasattr(net, name)}
         for name, fn in self.calls.items():
             setattr(net, name, self._wrap(fn))
 
@@ -351,26 +351,38 @@ print(json.dumps(out))
 
 def official_llada2(args, cfg: dict, dtype: str, block: int) -> None:
     """The official generate() at the same shape (random weights of its own, bf16), batch 1, in a subprocess."""
+    rows = run_official(args.official_python, OFFICIAL_DRIVER, official_llada2_job(args.official, cfg, args.device,
+                                                                                    args.prompt, args.gen, block))
+    if isinstance(rows, str):
+        print(f"# official generate() failed: {rows}")
+        return
+    for row in rows:
+        seconds, steps = row["seconds"], max(1, row["steps"])
+        print(f"{'official generate(), ' + row['label']:34} {1:5d} {steps:6d} {seconds:8.2f} "
+              f"{args.gen / seconds:9.1f} {seconds / steps * 1000:8.2f} {'-':>8}", flush=True)
+
+
+def official_llada2_job(official: str, cfg: dict, device: str, prompt: int, gen: int, block: int) -> dict:
+    # bf16 always: generate() builds its attention mask in bf16, which SDPA refuses beside float32 queries
+    return {"official": official, "config": cfg, "dtype": "bfloat16", "device": device, "block": block,
+            "prompt": prompt, "gen": gen,
+            # threshold 0.95 (steps = block: one token floor); k = 2: steps = block / 2, a threshold never met
+            "settings": [["threshold 0.95", block, 0.95], ["k = 2", block // 2, 1.01]]}
+
+
+def run_official(python: str, driver: str, job: dict) -> "list[dict] | str":
+    """A driver script run with a scratch venv's python: its last stdout line (JSON rows), or the
+    error's last line."""
     import json
     import os
     import subprocess
 
-    # bf16 always: generate() builds its attention mask in bf16, which SDPA refuses beside float32 queries
-    job = {"official": args.official, "config": cfg, "dtype": "bfloat16", "device": args.device, "block": block,
-           "prompt": args.prompt, "gen": args.gen,
-           # threshold 0.95 (steps = block: one token floor); k = 2: steps = block / 2, a threshold never met
-           "settings": [["threshold 0.95", block, 0.95], ["k = 2", block // 2, 1.01]]}
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env["HF_HUB_OFFLINE"] = "1"
-    proc = subprocess.run([args.official_python, "-c", OFFICIAL_DRIVER, json.dumps(job)], capture_output=True,
-                          text=True, env=env)
+    proc = subprocess.run([python, "-c", driver, json.dumps(job)], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
-        print(f"# official generate() failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
-        return
-    for row in json.loads(proc.stdout.strip().splitlines()[-1]):
-        seconds, steps = row["seconds"], max(1, row["steps"])
-        print(f"{'official generate(), ' + row['label']:34} {1:5d} {steps:6d} {seconds:8.2f} "
-              f"{args.gen / seconds:9.1f} {seconds / steps * 1000:8.2f} {'-':>8}", flush=True)
+        return (proc.stderr.strip().splitlines() or ["?"])[-1]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

@@ -130,10 +130,10 @@ class BlockCausalStandIn(torch.nn.Module):
             q, k, v = self._split(i, x)
             x = self._finish(i, x, q, torch.cat([keys[rows, :, :start], k], 2), torch.cat([values[rows, :, :start], v], 2),
                              attention_bias)
-            if store is not None and bool(store.any()):
-                r, j = store.nonzero(as_tuple=True)
-                keys[rows[r], :, start + j] = k[r, :, j]
-                values[rows[r], :, start + j] = v[r, :, j]
+            if store is not None:  # written where `store` says, without reading it on the host
+                keep, w = store[:, None, :, None], k.shape[2]
+                keys[rows, :, start:start + w] = torch.where(keep, k, keys[rows, :, start:start + w])
+                values[rows, :, start:start + w] = torch.where(keep, v, values[rows, :, start:start + w])
         return self.head(x) * 4.0
 
 

@@ -47,7 +47,6 @@ Run:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -67,19 +66,9 @@ RAISING_PY = 'raise ImportError("verify_block_native: this checkpoint\'s own cod
 # The driver: runs in a scratch venv and imports the official modules from the --official DIR.
 # It is this project's own code (the stand-ins included); no official code is copied into it.
 # ----------------------------------------------------------------------------------------------
-DRIVER = r'''
-import json, math, shutil, sys, types
-from pathlib import Path
-
-import torch
-import torch.nn.functional as F
-
-spec = json.loads(Path(sys.argv[1]).read_text())
-family = spec["family"]
-official = Path(spec["official"]) / family
-out = Path(spec["out"])
-torch.manual_seed(spec["seed"])
-
+# exact PyTorch stand-ins for the flash-attn kernels and the Triton loss SDAR's modeling file imports
+# (needs `out`, a Path, and `sys` in scope; also used by bench_gpu_table.py's official SDAR run)
+FLASH_ATTN_STANDINS = r'''
 # ---- exact PyTorch stand-ins for the flash-attn kernels SDAR's modeling file imports ----------
 stub = out / "standins"
 (stub / "flash_attn" / "ops" / "triton").mkdir(parents=True, exist_ok=True)
@@ -116,7 +105,22 @@ LOSS_STANDIN = ("class FusedLinearDiffusionCrossEntropyLoss:\n"
                 "    def __init__(self, *a, **k):\n"
                 "        raise NotImplementedError('stand-in: the Triton training loss is not used at inference')\n")
 sys.path.insert(0, str(stub))
+'''
 
+DRIVER = r'''
+import json, math, shutil, sys, types
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+spec = json.loads(Path(sys.argv[1]).read_text())
+family = spec["family"]
+official = Path(spec["official"]) / family
+out = Path(spec["out"])
+torch.manual_seed(spec["seed"])
+
+''' + FLASH_ATTN_STANDINS + r'''
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import AutoModelForCausalLM
 from transformers.dynamic_module_utils import get_class_from_dynamic_module
@@ -728,13 +732,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             report.rows += part.rows
             report.notes += part.notes
-    print(report.table())
-    if args.json:
-        Path(args.json).write_text(json.dumps({"notes": report.notes, "rows": [
-            {"checkpoint": r.checkpoint, "check": r.check, "value": r.value, "limit": r.limit, "ok": r.ok}
-            for r in report.rows]}, indent=2))
-    print("all checks passed" if report.ok else "SOME CHECKS FAILED")
-    return 0 if report.ok else 1
+    return common.finish(report, args.json)
 
 
 if __name__ == "__main__":

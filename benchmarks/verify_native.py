@@ -39,11 +39,7 @@ with those unpadded references.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +58,9 @@ RAISING_PY = 'raise ImportError("verify_native: this checkpoint\'s own code must
 # ----------------------------------------------------------------------------------------------
 # The driver: runs in the scratch venv (transformers 4.49) and imports the official modules.
 # It is this project's own code; the official files are only imported from the --official DIR.
+# DRIVER_BUILD (the checkpoint builders, also used by verify_d3llm.py) + DRIVER_MAIN (the records).
 # ----------------------------------------------------------------------------------------------
-DRIVER = r'''
+DRIVER_BUILD = r'''
 import json, math, os, shutil, sys
 from pathlib import Path
 
@@ -248,6 +245,46 @@ def build_dream(name, shape):
     return folder, cfg, ids
 
 
+def random_prompts(vocab, mask_id, lengths, seed):
+    """Prompts of random ids, never the mask id."""
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for n in lengths:
+        p = torch.randint(0, vocab - 1, (n,), generator=gen)
+        out.append((p + (p >= mask_id).long()).tolist())
+    return out
+
+
+def generate_runs(model, generate, prompts, settings, counter):
+    """LLaDA's reference generate() (greedy, low-confidence remasking) on each prompt alone for every
+    (steps, gen_length, block_length): tokens, commit step of every position and model calls, read
+    by `counter` (a MaskArgmaxCounter hooked on the model)."""
+    runs = []
+    for steps, gen_length, block_length in settings:
+        outs, orders, calls = [], [], []
+        for p in prompts:
+            counter.masked = []
+            x = generate(model, torch.tensor([p]), steps=steps, gen_length=gen_length, block_length=block_length,
+                         temperature=0.0, cfg_scale=0.0, remasking="low_confidence", mask_id=counter.mask_id)
+            calls.append(len(counter.masked))
+            outs.append(x[0, len(p):].tolist())
+            orders.append(counter.order(len(p)))
+        runs.append({"steps": steps, "gen_length": gen_length, "block_length": block_length,
+                     "tokens": outs, "order": orders, "calls": calls})
+    return runs
+
+
+def write_results(results, tensors=None):
+    """reference.json (with the venv's versions) and reference.pt, for the harness to read."""
+    import transformers
+    results["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__,
+                           "python": sys.version.split()[0]}
+    if tensors is not None:
+        torch.save(tensors, out / "reference.pt")
+    (out / "reference.json").write_text(json.dumps(results, indent=2))
+    print("driver: wrote", len(tensors or ()), "tensors for", ", ".join(results["checkpoints"]))
+
+
 def load_official(folder, dtype):
     model = AutoModel.from_pretrained(str(folder), trust_remote_code=True, torch_dtype=dtype)
     return model.eval()
@@ -289,7 +326,9 @@ class MaskArgmaxCounter:
         self.masked = []
         return out
 
+'''
 
+DRIVER_MAIN = r'''
 results = {"checkpoints": {}}
 tensors = {}
 with torch.no_grad():
@@ -340,24 +379,8 @@ with torch.no_grad():
                 sys.path.pop(0)
                 counter = MaskArgmaxCounter(mask_id)
                 handle = model.register_forward_hook(counter)
-                gen = torch.Generator().manual_seed(spec["seed"] + 11)
-                prompts = []
-                for n in spec["prompt_lengths"]:
-                    p = torch.randint(0, shape["vocab_size"] - 1, (n,), generator=gen)
-                    prompts.append((p + (p >= mask_id).long()).tolist())
-                runs = []
-                for steps, gen_length, block_length in spec["generate_settings"]:
-                    outs, orders = [], []
-                    for p in prompts:
-                        counter.masked = []
-                        x = reference_generate.generate(
-                            model, torch.tensor([p]), steps=steps, gen_length=gen_length,
-                            block_length=block_length, temperature=0.0, cfg_scale=0.0,
-                            remasking="low_confidence", mask_id=mask_id)
-                        outs.append(x[0, len(p):].tolist())
-                        orders.append(counter.order(len(p)))
-                    runs.append({"steps": steps, "gen_length": gen_length, "block_length": block_length,
-                                 "tokens": outs, "order": orders})
+                prompts = random_prompts(shape["vocab_size"], mask_id, spec["prompt_lengths"], spec["seed"] + 11)
+                runs = generate_runs(model, reference_generate.generate, prompts, spec["generate_settings"], counter)
                 fast_runs = []
                 if spec.get("fastdllm_settings"):
                     # Fast-dLLM's generate.py: the same loop with an optional threshold, and its
@@ -388,13 +411,9 @@ with torch.no_grad():
             del model
         results["checkpoints"][name] = entry
 
-import transformers
-results["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__,
-                       "python": sys.version.split()[0]}
-torch.save(tensors, out / "reference.pt")
-(out / "reference.json").write_text(json.dumps(results, indent=2))
-print("driver: wrote", len(tensors), "tensors for", ", ".join(results["checkpoints"]))
+write_results(results, tensors)
 '''
+DRIVER = DRIVER_BUILD + DRIVER_MAIN
 
 
 # ----------------------------------------------------------------------------------------------
@@ -692,49 +711,11 @@ def verify(python: str, official: Path, work: Path, quick: bool, seed: int = 0,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__,
-        epilog="Example: PYTHONPATH=src python benchmarks/verify_native.py --python /tmp/pb-tf449/bin/python "
-               "--official /tmp/official --quick",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--python", default=os.environ.get("PARALLELBENCH_OFFICIAL_VENV", "/tmp/pb-tf449/bin/python"),
-                    help="python of a venv with transformers==4.49 (env PARALLELBENCH_OFFICIAL_VENV)")
-    ap.add_argument("--official", default=os.environ.get("PARALLELBENCH_OFFICIAL_CODE"),
-                    help="a copy of NVlabs/Fast-dLLM plus ML-GSAI/LLaDA's generate.py at its root (env PARALLELBENCH_OFFICIAL_CODE)")
-    ap.add_argument("--work", default=None, help="where to build the checkpoints (default: a temporary folder)")
-    ap.add_argument("--quick", action="store_true", help="two checkpoints, three canvases, three settings")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", default=None, help="also write the rows to this JSON file")
-    args = ap.parse_args(argv)
-    # a --quick smoke test (tests/test_benchmarks_quick.py) without the official code or the
-    # scratch venv cannot run here: exit 77 ("skipped") with the reason, not a failure
-    cannot = 77 if args.quick else 2
-    if not args.official:
-        print("error: give --official DIR (or set PARALLELBENCH_OFFICIAL_CODE); see --help", file=sys.stderr)
-        return cannot
-    official = Path(args.official)
-    problem = official_dir_problem(official)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return cannot
-    if not Path(args.python).is_file():
-        print(f"error: --python {args.python} does not exist; build the scratch venv (see --help)", file=sys.stderr)
-        return cannot
-    with tempfile.TemporaryDirectory(prefix="verify-native-") as tmp:
-        work = Path(args.work) if args.work else Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
-        try:
-            report = verify(args.python, official, work, args.quick, args.seed)
-        except RuntimeError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-    print(report.table())
-    if args.json:
-        Path(args.json).write_text(json.dumps({"versions": report.versions, "notes": report.notes, "rows": [
-            {"checkpoint": r.checkpoint, "check": r.check, "value": r.value, "limit": r.limit, "ok": r.ok}
-            for r in report.rows]}, indent=2))
-    print("all checks passed" if report.ok else "SOME CHECKS FAILED")
-    return 0 if report.ok else 1
+    return common.one_venv_main(
+        argv, doc=__doc__, script="verify_native.py", example_official="/tmp/official",
+        python_env="PARALLELBENCH_OFFICIAL_VENV", code_env="PARALLELBENCH_OFFICIAL_CODE",
+        code_help="a copy of NVlabs/Fast-dLLM plus ML-GSAI/LLaDA's generate.py at its root",
+        quick_help="two checkpoints, three canvases, three settings", problem=official_dir_problem, verify=verify)
 
 
 if __name__ == "__main__":

@@ -186,8 +186,8 @@ def multi_block_cached(module, prompt, gen_length: int, *, block_size: int, thre
                        eos_id: int | None = None, early_stop: bool = False, shift: int = 0,
                        routine: str = "llada", vocab_size: int | None = None) -> tuple[list[int], int, int, list[str]]:
     """(tokens, model calls, iteration counter, the kind of every call) with d3LLM's delayed cache
-    (its LLaDA routine's scheduling). `module` is a native `DiffusionTransformer` (raw logits,
-    `kv_hook`); `shift` 1 for Dream (logit i read from i - 1; a window's first position repeats
+    (its LLaDA routine's scheduling). `module` is a native `DiffusionTransformer` (raw logits;
+    `forward_window` runs a window against given keys/values); `shift` 1 for Dream (logit i read from i - 1; a window's first position repeats
     itself, as d3LLM's Dream loop shifts each window's own logits); `vocab_size` cuts the logits to
     the vocabulary (LLaDA's head may be wider, as `embedding_size`)."""
     p = len(prompt)
@@ -200,18 +200,21 @@ def multi_block_cached(module, prompt, gen_length: int, *, block_size: int, thre
 
     def run(start: int, keep_until: int, past: _Cache | None):
         """Raw logits of columns [start, L) attending to `past` [0, start); keys of [0, keep_until)."""
-        fresh: list[tuple[torch.Tensor, torch.Tensor]] = []
-
-        def hook(i, k, v):
-            fresh.append((k, v))
-            if past is None or start == 0:
-                return k, v
-            return torch.cat([past.keys[i][:, :, :start], k], 2), torch.cat([past.values[i][:, :, :start], v], 2)
-
+        w = module.embed.weight
+        shape = (1, module.spec.kv_heads, total, module.spec.head_dim)
+        keys = [torch.zeros(shape, dtype=w.dtype) for _ in module.layers]
+        values = [torch.zeros(shape, dtype=w.dtype) for _ in module.layers]
+        if past is not None and start > 0:
+            for i in range(len(keys)):
+                keys[i][:, :, :start] = past.keys[i][:, :, :start]
+                values[i][:, :, :start] = past.values[i][:, :, :start]
         ids = x[:, start:]
         pos = torch.arange(start, total).unsqueeze(0)
-        raw = module(ids, torch.ones_like(ids, dtype=torch.bool), position_ids=pos,
-                     key_mask=torch.ones((1, total), dtype=torch.bool), kv_hook=hook)[..., :vocab_size]
+        every = torch.ones_like(ids, dtype=torch.bool)
+        # columns [start, L) fresh against the past's [0, start); the buffers keep the fresh keys/values
+        raw = module.forward_window(ids, None, pos, keys, values, torch.zeros(1, dtype=torch.long), every, every,
+                                    start)[..., :vocab_size]
+        fresh = [(k[:, :, start:], v[:, :, start:]) for k, v in zip(keys, values)]
         if shift:
             raw = torch.cat([raw[:, :1], raw[:, :-1]], dim=1)
         logits = torch.full((1, total, raw.shape[-1]), float("-inf"))

@@ -125,7 +125,7 @@ def test_cli_errors_are_one_line_without_traceback(tmp_path):
     runner = CliRunner()
     missing_db = runner.invoke(app, ["leaderboard", "--db", str(tmp_path / "none.db")])
     assert missing_db.exit_code == 2
-    assert "does not exist" in missing_db.output and "Traceback" not in missing_db.output
+    assert "no results database at" in missing_db.output and "Traceback" not in missing_db.output
     bad = runner.invoke(app, ["leaderboard", "--curves", str(tmp_path), "--thresholds", "x"])
     assert bad.exit_code == 2 and "not a number" in bad.output
     empty = runner.invoke(app, ["leaderboard", "--curves", str(tmp_path)])

@@ -117,3 +117,11 @@ def test_precision_line_states_samples_and_widths():
     points = pd.DataFrame({"n": [16, 16], "ci_low": [28.0, 80.6], "ci_high": [72.0, 100.0]})
     line = precision_line(points)
     assert "16 samples per task" in line and "±22.0" in line and "--limit" in line
+
+
+def test_precision_line_gives_no_range_of_one_width():
+    """`(±24.5 to ±24.5)` after a single point (or equal widths) said nothing a new user could use."""
+    line = precision_line(pd.DataFrame({"n": [4], "ci_low": [51.0], "ci_high": [100.0]}))
+    assert "95% intervals are ±24.5 accuracy points wide;" in line and " to ±" not in line
+    spread = precision_line(pd.DataFrame({"n": [16, 16], "ci_low": [28.0, 80.6], "ci_high": [72.0, 100.0]}))
+    assert "wide at the median (±9.7 to ±22.0)" in spread

@@ -110,6 +110,7 @@ def test_leaderboard_column_and_tps_flag(db):
     assert window["confidence-threshold"]["90"] == 32.0 and answer["confidence-threshold"]["90"] == 1.0
     ranked = runner.invoke(app, ["leaderboard", "--db", str(db), "--tps", "answer"], env={"COLUMNS": "200"}).output
     assert "window ≥90%" in ranked and "answer tokens per step sustained" in ranked
+    assert ranked.splitlines()[0].startswith(f"Leaderboard ({db}): answer tokens per step sustained"), ranked  # the title too
     bad = runner.invoke(app, ["leaderboard", "--db", str(db), "--tps", "tokens"])
     assert bad.exit_code == 2 and "use one of: window, answer" in " ".join(bad.output.split())
 

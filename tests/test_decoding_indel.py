@@ -361,3 +361,34 @@ def test_a_llada2_checkpoint_states_its_delete_and_split_ids(tmp_path):
         decode(plain, prompts, gen_length=8, strategy=strategy)
     given = build_strategy("indel-threshold", block_length=4, delete_token=ids[0], split_token=ids[1])
     assert len(decode(plain, prompts, gen_length=8, strategy=given)) == 2
+
+
+def test_template_slots_stay_in_place_while_the_others_shift():
+    net = toy(boost=2.0)
+    template = [[MASK, 30, MASK, MASK, MASK, MASK, 31, MASK], [MASK] * 8]
+    res = decode(net, PROMPTS[:2], gen_length=8, template=template,
+                 strategy=build_strategy("indel-threshold", threshold=0.3, edit_threshold=0.1, post_steps=3))
+    assert sum(r.extra["deletes"] + r.extra["inserts"] for r in res) > 0
+    r = res[0]
+    assert (r.tokens[1], r.tokens[6]) == (30, 31) and (r.order[1], r.order[6]) == (-1, -1)
+    assert (r.extra["first_tokens"][1], r.extra["first_tokens"][6]) == (-1, -1)
+    assert not {MASK, DEL, SPLIT} & set(r.tokens) and sum(r.tokens_per_step) == r.num_committed == 6
+
+
+def test_run_refuses_a_checkpoint_without_ids_or_with_ids_outside_its_vocabulary_in_one_line(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from parallelbench.cli import app
+    from parallelbench.models.hf.examples import write_example
+
+    monkeypatch.chdir(tmp_path)
+    write_example(tmp_path / "llada2-example", "llada2")  # a LLaDA 2.0 config: no DELETE / SPLIT ids
+    base = ["run", "--model", "hf:llada2-example", "--tasks", "waiting_line/copy", "--strategy", "indel-threshold",
+            "--limit", "1", "--db", "r.db", "--no-progress", "--workers", "1"]
+    for extra, words in (([], "give delete_token=ID split_token=ID"),
+                         (["--param", "delete_token=99999", "--param", "split_token=5"], "outside the vocabulary"),
+                         (["--threshold", "1.5"], "threshold=1.5")):
+        res = CliRunner().invoke(app, base + extra)
+        line = res.output.strip()
+        assert res.exit_code == 2 and len(line.splitlines()) == 1 and "Traceback" not in line, res.output
+        assert line.startswith("error: ") and words in line, line

@@ -189,6 +189,18 @@ def test_multi_block_commits_several_tokens_per_step_on_the_sharp_net():
 def test_block_causal_models_are_refused_in_one_line():
     from block_causal_toy import ToyBlockNet  # noqa: PLC0415
 
-    with pytest.raises(ValueError, match="cannot decode the block-causal model") as err:
+    with pytest.raises(ValueError, match="cannot decode a block-causal model") as err:
         decode(ToyBlockNet(), [[3]], gen_length=8, strategy=build_strategy("multi-block", block_length=4))
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("spec", ["ideal", "tiny"])
+def test_runs_on_the_bundled_canvas_models(spec):
+    from parallelbench.models import load_model
+    from parallelbench.tasks import get_task
+
+    model = load_model(spec)
+    samples = get_task("waiting_line/copy").samples(2)
+    strategy = build_strategy("multi-block", block_length=8, threshold=0.5, stop_at_eos=True)
+    out = model.generate(samples, strategy, max_new_tokens=32, seed=0)
+    assert all(g.text and g.nfe < 32 and sum(g.tokens_per_step) == g.num_tokens for g in out)

@@ -7,6 +7,7 @@ decodes it again and `results --all-versions` shows both versions.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import sys
 
@@ -33,6 +34,12 @@ def workdir(tmp_path, monkeypatch):
 
 def cli(*args):
     return runner.invoke(app, list(args))
+
+
+def version_tables(output: str) -> dict[str, str]:
+    """`results --all-versions` output as {"v:1a2b3c4d": the table under its title "ideal v:1a2b3c4d: ..."}."""
+    parts = re.split(r"^ideal (v:[0-9a-f]{8}): .*$", output, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
 
 
 def configs(db) -> dict[str, int]:
@@ -90,4 +97,8 @@ def test_the_documented_loop_sweeps_compares_and_reruns(workdir):
     assert all(after[c] == got[c] for c in got if c not in mine)  # the baselines are reused
     assert all(after[c] == 2 * got[c] for c in mine)  # PROV: 3 configs x 2 tasks x 4 samples again, old rows kept
     versions = runner.invoke(app, ["results", "--db", "mine.db", "--all-versions"], env={"COLUMNS": "400"})
-    assert versions.exit_code == 0 and versions.output.count("[v:") >= 2  # PROV
+    assert versions.exit_code == 0, versions.output
+    tables = version_tables(versions.output)
+    mine_in = {v for v, table in tables.items() if "my_module:RelativeConfidence[ratio=0.5]" in table}
+    assert len(mine_in) == 2, versions.output  # PROV: the class before and after the edit, one table each
+    assert all(f"\n{v} = " in versions.output for v in tables), versions.output  # one legend line per version

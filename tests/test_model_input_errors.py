@@ -78,10 +78,23 @@ def test_a_block_length_the_blocks_do_not_divide_names_model_and_task(tmp_path, 
     assert "must be a positive multiple of 4" in line
 
 
+def run_own_model(folder: Path, module: str, source: str):
+    """`run` on copy and sort with `py:<module>:make`, the module written to `folder` (the current directory)."""
+    (folder / f"{module}.py").write_text(source)
+    try:
+        return runner.invoke(app, ["run", "--model", f"py:{module}:make", "--tasks", "waiting_line/copy,waiting_line/sort",
+                                   "--strategy", "confidence-topk", "--k", "1", "--limit", "2", "--db", "r.db",
+                                   "--no-progress", "--no-report"])
+    finally:
+        import sys
+
+        sys.modules.pop(module, None)
+
+
 def test_a_model_of_your_own_raises_model_input_error_and_gets_the_same_line(tmp_path, monkeypatch):
     """A `py:` model that raises ModelInputError: the task is skipped with one line, the run goes on."""
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "pbi_models.py").write_text('''
+    res = run_own_model(tmp_path, "pbi_models", '''
 from parallelbench.models.base import ModelInputError
 from parallelbench.models.ideal.bench import IdealBenchModel
 
@@ -96,14 +109,39 @@ class Picky(IdealBenchModel):
 def make():
     return Picky(name="picky")
 ''')
-    try:
-        res = runner.invoke(app, ["run", "--model", "py:pbi_models:make", "--tasks", "waiting_line/copy,waiting_line/sort",
-                                  "--strategy", "confidence-topk", "--k", "1", "--limit", "2", "--db", "r.db",
-                                  "--no-progress", "--no-report"])
-    finally:
-        import sys
-
-        sys.modules.pop("pbi_models", None)
     assert res.exit_code == 0, res.output
     assert ("skipped waiting_line/sort for picky: lists to sort are longer than this model's 3 items; use n <= 3"
             in res.output)
+
+
+def test_a_model_of_your_own_that_raises_anything_else_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    """A `py:` model whose network overflows its positions (IndexError deep in torch) stops the run
+    with one line naming the model, task, config and the line of the user's code, and keeps the
+    rows finished before it."""
+    monkeypatch.chdir(tmp_path)
+    res = run_own_model(tmp_path, "pbi_crash", '''
+from parallelbench.models.ideal.bench import IdealBenchModel
+
+
+class Short(IdealBenchModel):
+    def generate(self, samples, strategy, **kw):
+        if any(s.task == "waiting_line/sort" for s in samples):
+            return self.embed(samples)
+        return super().generate(samples, strategy, **kw)
+
+    def embed(self, samples):
+        return [][len(samples)]  # an index past the end, as a position table too short would
+
+
+def make():
+    return Short(name="short")
+''')
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1, res.output
+    line = " ".join(res.output.split())
+    assert line.startswith("error: model 'py:pbi_crash:make' raised IndexError while decoding task waiting_line/sort "
+                           "with confidence-topk[k=1]: list index out of range (pbi_crash.py:12 in embed); "), line
+    assert "ModelInputError" in line
+    from parallelbench.runner.store import ResultsStore
+
+    assert set(ResultsStore(tmp_path / "r.db").frame()["task"]) == {"waiting_line/copy"}  # finished rows kept

@@ -58,13 +58,15 @@ def test_the_docs_tour_of_each_family_runs_as_written(tmp_path, monkeypatch, fam
     for command in commands:
         res = runner.invoke(app, shlex.split(command)[1:] + (["--no-progress"] if " run " in f" {command} " else []))
         assert res.exit_code == 0, (command, res.output)
-    assert f"hf:{family}-example" in res.output and "accuracy" in res.output  # the results table
+    # the results table: its title, the config's row with a whole cell (score ± half-width · tokens per step)
+    assert re.search(rf"^hf:{family}-example: 4 samples per cell, 4 rows$", res.output, re.M), res.output
+    assert re.search(r"│ confidence-topk\[k=2\] +│ +[01]\.\d\d ± 0\.\d\d · \d+\.\d \(\d+\.\d\) │", res.output), res.output
 
 
 def test_bad_family_and_busy_folder_are_one_line(tmp_path):
     res = runner.invoke(app, ["models", "example", "--family", "gpt", "--out", str(tmp_path / "x")])
     assert res.exit_code == 2
-    assert res.output.strip() == "error: unknown family 'gpt'; valid: llada, dream, sdar, llada2, masked_lm"
+    assert res.output.strip() == "error: unknown family 'gpt'; valid: llada, dream, sdar, llada2, lladamoe, masked_lm"
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     res = runner.invoke(app, ["models", "example", "--family", "llada", "--out", str(tmp_path / "busy")])

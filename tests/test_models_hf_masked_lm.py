@@ -194,3 +194,46 @@ def test_run_end_to_end(tmp_path, bert_dir, monkeypatch):
     with sqlite3.connect(tmp_path / "r.db") as con:
         got = con.execute("SELECT model, model_kind, nfe FROM results").fetchall()
     assert len(got) == 2 and all(kind == "diffusion" and nfe == 8 for _, kind, nfe in got)
+
+
+def test_forcing_masked_lm_on_a_llada_checkpoint_fails_in_one_whole_line(tmp_path, capfd):
+    from parallelbench.models.hf.examples import write_example
+
+    folder = write_example(tmp_path / "llada", "llada")
+    capfd.readouterr()
+    with pytest.raises(ModelSpecError) as err:
+        load_model(f"hf:{folder}", device="cpu", family="masked_lm")
+    text = str(err.value)
+    inner = text[text.index("(ValueError: ") + 1: text.index(");")]
+    assert "\n" not in text and inner.endswith((".", " ...")), text  # never cut mid-word
+    assert text.endswith("add --model-opt trust_remote_code=true"), text
+    assert "[transformers]" not in capfd.readouterr().err  # the library's warning does not bury the error
+
+
+def test_library_warnings_of_a_load_show_only_when_it_succeeds():
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
+    from parallelbench.models.hf.loading import _short, library_warnings_held
+
+    shown: list[str] = []
+
+    class Show(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            shown.append(record.getMessage())
+
+    library, show = hf_logging.get_logger(), Show()
+    library.addHandler(show)
+    try:
+        logger = hf_logging.get_logger("transformers.configuration_utils")
+        with pytest.raises(RuntimeError), library_warnings_held():
+            logger.warning("dropped with the failed load")
+            raise RuntimeError("load failed")
+        with library_warnings_held():
+            logger.warning("kept after a good load")
+            assert shown == []  # held until the block ends
+    finally:
+        library.removeHandler(show)
+    assert shown == ["kept after a good load"]
+    assert _short(ValueError("word " * 100)) == "ValueError: " + "word " * 40 + "..."

@@ -341,24 +341,6 @@ def test_run_command_end_to_end_and_nothing_stored_for_a_broken_checkpoint(ckpts
     assert not nc.code_ran(ckpts["dream"]) and not nc.code_ran(bad)
 
 
-def test_the_compiled_path_computes_what_the_eager_path_does(ckpts):
-    """`compile=true` runs the free functions `qkv_part` / `mlp_part` (weights as arguments) through
-    torch.compile; uncompiled they must equal the submodule path used by default (and by LoRA)."""
-    from parallelbench.models.native.layers import mlp_part, qkv_part
-
-    module, _ = load_native(ckpts["dream"], dtype="float32")
-    ids = _ids(11)[None]
-    with torch.no_grad():
-        eager = module(ids)
-        module._qkv_fn, module._mlp_fn = qkv_part, mlp_part
-        functional = module(ids)
-    assert _diff(eager, functional) < 1e-5
-    module._qkv_fn = module._mlp_fn = None
-    module.layers[0].q = torch.nn.Linear(32, 32)  # stands for an adapter-wrapped projection
-    with pytest.raises(ValueError, match="layers.0.q is wrapped"):
-        module.compile_parts()
-
-
 @torch.no_grad()
 def test_wino_shadow_block_on_native_llada_is_leave_one_out_and_dream_takes_the_fallback(ckpts):
     """One layer: WINO's shadow block gives exactly the leave-one-out probabilities. Dream reads

@@ -164,7 +164,7 @@ def test_cache_delayed_on_a_family_without_it_is_refused(tmp_path):
     folder = nbc.write_checkpoint(tmp_path / "sdar", "sdar")
     with pytest.raises(HFModelError) as err:
         load_model(f"hf:{folder}", device="cpu", cache="delayed")
-    assert "cache=delayed" in str(err.value) and "native LLaDA and Dream families only" in str(err.value)
+    assert "cache=delayed" in str(err.value) and "native LLaDA, LLaDA-MoE and Dream families only" in str(err.value)
     assert "\n" not in str(err.value)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import defaultdict, deque
 from pathlib import Path
 
 import pandas as pd
@@ -158,7 +159,9 @@ def test_csv_export_carries_the_repair_columns(tiny_db, tmp_path):
     res = runner.invoke(app, ["results", "export", "--db", str(tiny_db), "--format", "csv", "--out", str(out)])
     assert res.exit_code == 0, res.output
     table = pd.read_csv(out)
-    assert set(REPAIR_COLUMNS) <= set(table.columns) and list(table.columns) == list(COLUMNS)
+    expected = list(COLUMNS)
+    expected.insert(expected.index("score") + 1, "scorer_error")  # the export's own column
+    assert set(REPAIR_COLUMNS) <= set(table.columns) and list(table.columns) == expected
     assert table.loc[table["config"] == TOPK, "unmask_score"].equals(table.loc[table["config"] == TOPK, "score"])
 
 
@@ -226,11 +229,13 @@ def test_rescoring_scores_the_answer_at_unmasking_again(tiny_db, tmp_path):
         assert r.unmask_score == score(samples[r.sample_id], answer, mode="paper").score
 
 
-def test_lm_eval_metrics_score_the_answer_at_unmasking():
+def test_lm_eval_metrics_score_the_answer_at_unmasking(monkeypatch):
     from parallelbench.integrations import lm_eval_metrics as m
     from parallelbench.integrations.lm_eval_tasks import doc_of
     from parallelbench.tasks import get_task
 
+    # an empty queue: tests that call generate_until without scoring leave records of these same samples
+    monkeypatch.setattr(m, "_PENDING", defaultdict(deque))
     sample = get_task("waiting_line/copy").samples(1)[0]
     doc = doc_of(sample)
     wrong = sample.answer.replace('"', "'", 2)
@@ -241,6 +246,27 @@ def test_lm_eval_metrics_score_the_answer_at_unmasking():
     m.record(sample.id, m.decoding_metadata([0, 1], None, nfe=2, gen_length=4, input_length=3, output_length=2))
     got = m.sample_metrics(doc, sample.answer)  # no record: a strategy that never edits
     assert (got["unmask_score"], got["edits"]) == (1.0, 0.0)
+
+
+def test_a_new_generation_pass_forgets_records_an_older_one_left_unscored():
+    pytest.importorskip("lm_eval")
+    from lm_eval.api.instance import Instance
+
+    from parallelbench.integrations import lm_eval_metrics as m
+    from parallelbench.integrations.lm_eval import ParallelBenchLM
+    from parallelbench.integrations.lm_eval_tasks import doc_of
+    from parallelbench.tasks import get_task
+
+    sample = get_task("waiting_line/copy").samples(1)[0]
+    doc = doc_of(sample)
+    # a pass that stopped before scoring (or generated without scoring) leaves a record of this sample
+    m.record(sample.id, m.decoding_metadata([0], None, nfe=9, gen_length=9, input_length=1, output_length=1, edits=7))
+    lm = ParallelBenchLM(model="ideal", strategy="confidence-topk", k=1)
+    req = Instance(request_type="generate_until", doc=doc, arguments=(doc["text"], {"until": [], "max_gen_toks": 32}),
+                   idx=0)
+    assert lm.generate_until([req]) == [sample.answer]
+    got = m.sample_metrics(doc, sample.answer)
+    assert (got["edits"], got["nfe"]) == (0.0, float(lm.stats[0]["nfe"]))  # this pass's decode, not the stale one
 
 
 IDEAL_EDIT = ["--strategy", "edit-threshold", "--threshold", "1", "--param", "min_k=2", "--param", "edit_threshold=0.1"]

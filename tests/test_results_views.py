@@ -101,3 +101,50 @@ def test_model_errors_name_the_model_once(tmp_path):
     with pytest.raises(ModelSpecError) as err:
         load_model(f"hf:{folder}", device="cpu", family="masked_lm")
     assert str(err.value).count(f"hf:{folder}") == 1, str(err.value)
+
+
+def test_model_errors_name_the_model_as_spelled(tmp_path, monkeypatch):
+    """A relative `hf:DIR` is not named a second time as its resolved absolute path."""
+    from parallelbench.models import ModelSpecError, load_model
+    from test_models_hf_masked_lm import build
+
+    build(tmp_path / "nomask", tokenizer_special={"mask_token": None})
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModelSpecError) as err:
+        load_model("hf:nomask", device="cpu", family="masked_lm")
+    message = str(err.value)
+    assert message.count("hf:") == 1 and "'hf:nomask'" in message and str(tmp_path) not in message, message
+
+
+def test_indel_token_errors_name_no_internal_class():
+    from parallelbench.decoding.schedules.indel_threshold import IndelThresholdOptions, edit_token_ids
+
+    class BlockCausalNet:
+        vocab_size, mask_id = 10, 9
+
+    with pytest.raises(ValueError) as err:
+        edit_token_ids(IndelThresholdOptions(), BlockCausalNet())
+    assert "BlockCausalNet" not in str(err.value) and "the model has no delete_token_id" in str(err.value)
+    with pytest.raises(ValueError) as err:
+        edit_token_ids(IndelThresholdOptions(delete_token=9, split_token=3), BlockCausalNet())
+    assert "BlockCausalNet" not in str(err.value) and "the model's mask id" in str(err.value)
+
+
+def test_results_help_keeps_the_config_label_examples():
+    """Rich markup read `[k=2]` in the help as a tag and dropped it: the example label looked like a name."""
+    out = " ".join(CliRunner().invoke(app, ["results", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert "(confidence-topk[k=2])" in out and "e.g. 'confidence-topk[k=2]'" in out
+
+
+def test_an_unknown_family_option_names_the_option_not_the_detection(tmp_path):
+    """`--model-opt family=bogus` said "cannot tell which adapter ... needs (model_type 'bert')"."""
+    from parallelbench.models import ModelSpecError, load_model
+    from parallelbench.models.hf.detect import FAMILIES
+    from test_models_hf_masked_lm import build
+
+    folder = build(tmp_path / "bert")
+    with pytest.raises(ModelSpecError) as err:
+        load_model(f"hf:{folder}", device="cpu", family="bogus")
+    message = str(err.value)
+    assert "family='bogus' is not a family" in message and "cannot tell" not in message
+    assert all(family in message for family in FAMILIES)

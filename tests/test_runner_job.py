@@ -141,7 +141,7 @@ def test_results_summary_and_exports(workdir: Path, monkeypatch: pytest.MonkeyPa
     assert len(pd.read_csv(workdir / "all.csv")) == 20
     lines = [json.loads(line) for line in (workdir / "all.jsonl").read_text().splitlines()]
     assert len(lines) == 20 and isinstance(lines[0]["tokens_per_step"], list) and isinstance(lines[0]["params"], dict)
-    assert set(pd.read_parquet(workdir / "all.parquet").columns) == set(COLUMNS)
+    assert set(pd.read_parquet(workdir / "all.parquet").columns) == set(COLUMNS) | {"scorer_error"}
 
     import parallelbench.runner.export as export_mod
 

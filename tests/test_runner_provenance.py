@@ -49,8 +49,18 @@ def test_rows_are_reused_only_while_model_and_data_versions_match(tmp_path: Path
 
     shown = CliRunner().invoke(app, ["results", "--db", str(db), "--all-versions"], env={"COLUMNS": "200"})
     assert shown.exit_code == 0, shown.output
-    labels = {line.strip()[:10] for line in shown.output.splitlines() if re.match(r"\s*v:[0-9a-f]{8}: ", line)}
-    assert len(labels) == 3 and "weights=retrained" in shown.output and "data=other-data" in shown.output
+    out = shown.output
+    # the old and the retrained weights are two decoding versions: a table each, a legend line each
+    titles = re.findall(r"^ideal (v:[0-9a-f]{8}): ", out, re.M)
+    legend = dict(re.findall(r"^(v:[0-9a-f]{8}) = (.*)$", out, re.M))
+    assert len(set(titles)) == 2 and sorted(legend) == sorted(titles), out
+    assert ["weights=retrained" in legend[v] for v in titles].count(True) == 1, out
+    # the changed data is a row of its own beside the retrained weights' first rows: three versions in all
+    tables = dict(zip(titles, re.split(r"^ideal v:[0-9a-f]{8}: .*$", out, flags=re.M)[1:]))
+    data = {(v, d) for v, table in tables.items() for d in re.findall(r"^│ copy\s+│ (\S+)\s+│", table, re.M)}
+    retrained = next(v for v in titles if "weights=retrained" in legend[v])
+    first = next(v for v in titles if v != retrained)
+    assert len(data) == 3 and (retrained, "other-da") in data and (first, "other-da") not in data, out
 
 
 def test_a_v1_database_is_migrated_and_its_rows_kept_but_recomputed(tmp_path: Path) -> None:

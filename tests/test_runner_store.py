@@ -77,6 +77,21 @@ def test_database_uses_wal_and_a_unique_key(tmp_path: Path) -> None:
     assert tuple(KEY_COLUMNS) + ("provenance",) in unique_cols  # the key, per provenance (issue 16)
 
 
+@pytest.mark.parametrize("command", [["results"], ["results", "export", "--format", "csv", "--out", "rows.csv"],
+                                     ["report", "--out", "rep"], ["leaderboard"], ["score"]])
+def test_every_command_names_a_missing_database_in_the_same_line(tmp_path: Path, monkeypatch, command) -> None:
+    from typer.testing import CliRunner
+
+    from parallelbench.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, command + ["--db", "no such.db"])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == ("error: no results database at no such.db; create it with "
+                                     "`parallelbench run --db 'no such.db'`, or pass --db PATH of an existing one")
+    assert not (tmp_path / "no such.db").exists()
+
+
 def test_reading_a_missing_database_creates_nothing(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no results database"):
         ResultsStore(tmp_path / "missing.db", create=False)

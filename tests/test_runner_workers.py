@@ -8,6 +8,7 @@ what finished, stop the workers and say so in one line; bad --workers values are
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
@@ -140,9 +141,13 @@ def test_bad_worker_counts_are_one_line(tmp_path: Path, value: str) -> None:
 
 # -- whole runs in a subprocess: what a user sees, with signals and a worker killed --------------------
 def _start(args: list[str], cwd: Path, delay: str = "0.3") -> subprocess.Popen:
+    """The run as a terminal starts it: its own process group, and Ctrl-C (SIGINT) not ignored even
+    when these tests run in the background (`make test &`, nohup, CI), where the shell hands every
+    child an ignored SIGINT that Python then keeps ignoring."""
     return subprocess.Popen(
         [sys.executable, "-m", "parallelbench.cli", "run", *args], cwd=cwd, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True,  # its own group, as under a terminal
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         env={**os.environ, "FAKE_MODEL_DELAY": delay, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"},
     )
 
@@ -215,18 +220,23 @@ def test_a_killed_worker_loses_only_its_unit_which_a_rerun_decodes(workdir: Path
 
 
 @needs_proc
-@pytest.mark.parametrize("how", ["sigterm", "ctrl-c"])
+@pytest.mark.parametrize("how", ["sigterm", "ctrl-c", "sigterm-to-every-process"])
 def test_sigterm_and_ctrl_c_save_what_finished_and_say_so_in_one_line(workdir: Path, how: str) -> None:
     db = workdir / "r.db"
     proc = _start([*SLOW_GRID, "--db", str(db), "--workers", "2", "--no-progress", "--no-report"], workdir)
     workers = _wait_for(proc, db, 6, workers=2)
     if how == "sigterm":
-        proc.send_signal(signal.SIGTERM)  # to the run alone, as `kill PID` or a scheduler does
-    else:
+        proc.send_signal(signal.SIGTERM)  # to the run alone, as `kill PID`, `timeout` or Kubernetes does
+    elif how == "ctrl-c":
         os.killpg(proc.pid, signal.SIGINT)  # to the whole foreground group, as a terminal's Ctrl-C does
+    else:  # to every process of the job, workers first, as Slurm's scancel or `systemctl stop` may
+        for pid in workers:
+            os.kill(pid, signal.SIGTERM)
+        time.sleep(0.2)  # the run sees its workers end before its own signal comes
+        proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     lines = [ln for ln in (out + err).splitlines() if ln.strip()]
-    assert proc.returncode == (143 if how == "sigterm" else 130), out + err
+    assert proc.returncode == (130 if how == "ctrl-c" else 143), out + err
     assert len(lines) == 1 and "re-run the same command to resume" in lines[0], lines
     saved = int(re.search(r"interrupted: ([\d,]+) rows of this run are saved in ", lines[0]).group(1).replace(",", ""))
     assert saved == _count(db) >= 6
@@ -246,3 +256,84 @@ def test_sigterm_in_one_process_prints_the_ctrl_c_line(workdir: Path) -> None:
     assert proc.returncode == 143 and len(lines) == 1, out + err
     saved = int(re.search(r"interrupted: ([\d,]+) rows of this run are saved", lines[0]).group(1))
     assert saved == _count(db) >= 3
+
+
+GPU_MODELS = '''
+import io
+import os
+from parallelbench.models.base import Generation
+
+
+class WhereAmI:
+    """Answers with the CUDA device its worker process was given."""
+
+    name, kind = "where", "diffusion"
+
+    def versions(self):
+        return {"where": "1"}
+
+    def generate(self, samples, strategy, *, max_new_tokens, seed=0):
+        seen = os.environ.get("CUDA_VISIBLE_DEVICES", "none")
+        return [Generation(text=seen, nfe=1, tokens_per_step=[1], order=[0], token_texts=["t"], num_tokens=1)
+                for _ in samples]
+
+
+def make():
+    return WhereAmI()
+'''
+
+
+def test_a_model_on_a_gpu_gets_one_worker_per_visible_device(workdir: Path, monkeypatch) -> None:
+    """On a GPU the default is one worker per visible device, each seeing only its own; a device the
+    user named (`device=cuda:N`) is left as it is. (The device is faked: the plumbing is what is tested.)"""
+    import parallelbench.runner.local as local
+
+    (workdir / "gpu_models.py").write_text(GPU_MODELS)
+    monkeypatch.setattr(local, "model_device", lambda model: "cuda")
+    monkeypatch.setattr(local, "visible_gpus", lambda: ["3", "5"])
+    monkeypatch.setattr(local, "MIN_WORK_S", 0.0)  # this tiny run is worth workers
+    spec = RunSpec().apply_flags(model="py:gpu_models:make", tasks="waiting_line/copy", strategy="random",
+                                 params={"k": "2"}, limit=8, batch_size=2, db=str(workdir / "g.db"))
+    run_job(spec, QUIET, show_progress=False)
+    con = sqlite3.connect(str(workdir / "g.db"))
+    seen = [row[0] for row in con.execute("SELECT output FROM results ORDER BY id")]
+    con.close()
+    assert seen[:2] == ["none", "none"]  # the first unit, decoded by the run itself (it times the work)
+    assert set(seen[2:]) == {"3", "5"}  # then two workers, one per device, each seeing only its own
+
+    session = local.LocalSession(object(), "hf:x", options={"device": "cuda:1"}, workers=None,
+                                 pools=lambda n, d: None)
+    assert session.worker_plan(10) == (2, None)  # the user's device is kept: no per-worker device
+    assert local.LocalSession(object(), "hf:x", workers=3, pools=lambda n, d: None).worker_plan(10) == (3, ["3", "5"])
+
+
+def test_the_default_holds_no_more_copies_than_the_free_memory(monkeypatch) -> None:
+    import parallelbench.runner.local as local
+
+    notes: list[str] = []
+    monkeypatch.setattr(local, "usable_cores", lambda: 8)
+    monkeypatch.setattr(local, "copies_that_fit", lambda model: 3)
+    session = local.LocalSession(object(), "hf:big", workers=None, pools=lambda n, d: None, notify=notes.append)
+    assert session.worker_plan(100) == (3, None)
+    assert len(notes) == 1 and "3 worker processes, not 8" in notes[0] and "free memory" in notes[0]
+    assert local.LocalSession(object(), "hf:big", workers=8, pools=lambda n, d: None).worker_plan(100) == (8, None)
+    assert local.LocalSession(object(), "hf:big", workers=None, pools=lambda n, d: None).worker_plan(2) == (2, None)
+
+
+def test_workers_that_cannot_load_the_model_leave_the_run_to_this_process(workdir: Path, monkeypatch) -> None:
+    """A model that loads here but in no worker (here: on purpose) still runs, in this process, with a note."""
+    (workdir / "picky_models.py").write_text(
+        "import os\nfrom fake_models import FakeModel\n\n\ndef make():\n"
+        "    if str(os.getppid()) == os.environ['PB_TEST_PARENT']:\n"
+        "        raise RuntimeError('no room for another copy')\n"
+        "    return FakeModel()\n"
+    )
+    monkeypatch.setenv("PB_TEST_PARENT", str(os.getpid()))
+    out = io.StringIO()
+    spec = RunSpec().apply_flags(model="py:picky_models:make", tasks="waiting_line/copy", strategy="random",
+                                 params={"k": "2"}, limit=6, batch_size=2, db=str(workdir / "p.db"), workers=2)
+    result = run_job(spec, Console(file=out, width=300), show_progress=False)
+    assert result.rows_added == 6 and not result.lost
+    text = " ".join(out.getvalue().split())
+    assert "could not load it: RuntimeError: no room for another copy" in text or "no room for another copy" in text
+    assert "decoding in this process instead" in text

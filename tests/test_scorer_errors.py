@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,7 @@ def test_leaderboard_leaves_error_rows_out_and_marks_the_strategy(ran):
     assert HALF in text and ALL in text
     assert "confidence-topk!" in text or "S1!" in text
     assert "some rows of this strategy are scorer errors" in text
+    assert re.search(r"┃ task\s+┃\s+S1! ┃", out), out  # the AUP-per-task column (and its mean) is marked too
     board = json.loads(CliRunner().invoke(app, ["leaderboard", "--db", str(db), "--json"]).output)
     assert board["confidence-topk"]["90"] == 2.0  # every scored row is right: not dragged down by the zeros
 
@@ -121,6 +123,7 @@ def test_report_says_so_and_ranks_without_them(ran, tmp_path):
     _, db, _ = ran
     result = CliRunner().invoke(app, ["report", "--db", str(db), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
+    assert HALF in flat(result.output) and ALL in flat(result.output)  # the command says it too
     page = (tmp_path / "out" / "report.html").read_text()
     assert "scorer error: &#x27;half_bad&#x27; failed on 8 of 16 rows" in page
     assert 'class="scorer-error"' in page
@@ -144,9 +147,45 @@ def test_score_prints_the_same_line(ran):
     assert "scorer errors" in text  # the table's column
 
 
+def test_rescoring_the_database_with_the_tasks_module(ran):
+    """`score --db --tasks module:NAME` finds the user's samples, and a stored scorer error is no
+    stored 0: half_bad's scored rows are all right, so its stored mean is 1.000, as rescored."""
+    folder, db, _ = ran
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        result = CliRunner().invoke(app, ["score", "--db", str(db), "--tasks", "bad_tasks:make_tasks"],
+                                    env={"COLUMNS": "200"})
+    finally:
+        os.chdir(here)
+    assert result.exit_code == 0, result.output
+    text = flat(result.output)
+    assert HALF in text and ALL in text
+    assert re.search(r"│ mine/half_bad\s+│\s+16 │\s+1\.000 │\s+1\.000 │\s+0 │\s+8 │", result.output), result.output
+    assert "(mine/half_bad" not in text  # rescored, not listed among the rows without a sample
+
+
 def test_messages_parse_and_count():
     assert split_message("scorer 'a b' raised ValueError: x") == ("a b", "raised ValueError: x")
     assert split_message('scorer "it\'s" returned score 2, not a number in [0, 1]') == (
         "it's", "returned score 2, not a number in [0, 1]")
     groups = count_errors([("t1", None), ("t1", "scorer 'x' raised E: 1"), ("t2", "scorer 'x' raised E: 2"), ("t3", None)])
     assert [(g.scorer, g.rows, g.total, g.tasks, g.first) for g in groups] == [("x", 2, 3, ["t1", "t2"], "raised E: 1")]
+
+
+def test_rescoring_table_with_error_counts_fits_every_width(ran):
+    """The `scorer errors` column made the rescoring table 72 columns wide: at 60 a column goes, named."""
+    from test_terminal_numbers import WIDTHS, _env, assert_whole
+
+    folder, db, _ = ran
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        shown = {width: CliRunner().invoke(app, ["score", "--db", str(db), "--tasks", "bad_tasks:make_tasks"],
+                                           env=_env(width)).output for width in WIDTHS}
+    finally:
+        os.chdir(here)
+    for width in WIDTHS:
+        assert_whole(shown[width], shown["200"], width)
+    assert "scorer errors ┃" in shown["200"]
+    assert re.search(r"not shown at this width: (changed, )?scorer errors \(", flat(shown["60"])), shown["60"]

@@ -212,6 +212,19 @@ def test_raising_user_scorer_scores_zero_with_the_error_on_the_row_and_the_run_g
     assert all(got[o]["score"] == 1.0 and errors[o] is None for o in "CDEF")
     assert json.loads(got["C"]["scores"]) == {"clean": 1.0}
 
+    import pandas as pd
+
+    # the export names the error in a column of its own, empty where the scorer did not fail
+    assert cli("results", "export", "--db", "r.db", "--format", "csv", "--out", "rows.csv").exit_code == 0
+    table = pd.read_csv(workdir / "rows.csv", keep_default_na=False)
+    assert list(table.columns).index("scorer_error") == list(table.columns).index("score") + 1
+    by_output = dict(zip(table["output"], table["scorer_error"]))
+    assert by_output["A"] == "scorer 'pbu_flaky' raised ValueError: cannot read an A"
+    assert all(by_output[o] == "" for o in "CDEF")
+    assert cli("results", "export", "--db", "r.db", "--format", "jsonl", "--out", "rows.jsonl").exit_code == 0
+    lines = {r["output"]: r for r in map(json.loads, (workdir / "rows.jsonl").read_text().splitlines())}
+    assert lines["A"]["scorer_error"] == by_output["A"] and lines["C"]["scorer_error"] is None
+
 
 def test_the_guard_holds_user_scorers_to_the_contract_and_keeps_builtin_names():
     import math

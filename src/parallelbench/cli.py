@@ -9,9 +9,11 @@ from __future__ import annotations
 import typer
 
 from parallelbench import __version__
+from parallelbench.usage_errors import OneLineErrorsGroup
 
 app = typer.Typer(
     name="parallelbench",
+    cls=OneLineErrorsGroup,
     help=(
         "ParallelBench: measure what parallel decoding costs diffusion language models.\n\n"
         "Example: parallelbench run            (the quick sweep on the bundled model, then a report)"

@@ -107,11 +107,10 @@ def coerce(name: str, annotation: Any, value: Any) -> Any:
             raise option_error(name, value, describe(annotation))
     elif not any(n in KNOWN for n in names):
         return value  # a type this layer does not know: its own code checks it
-    shown = " | ".join(names)
     if value is None:
         if "None" in names:
             return None
-        raise option_error(name, value, f"a value of type {shown}")
+        raise option_error(name, value, describe(annotation))
     if isinstance(value, str) and "str" not in names:
         text = value.strip().lower()
         if text in ("none", "null") and "None" in names:
@@ -121,7 +120,7 @@ def coerce(name: str, annotation: Any, value: Any) -> Any:
         try:
             value = float(value) if any(k in names for k in ("float", "int")) else value
         except ValueError:
-            raise option_error(name, value, f"a value of type {shown}") from None
+            raise option_error(name, value, describe(annotation)) from None
     if "bool" in names:
         if isinstance(value, bool):
             return value
@@ -129,7 +128,7 @@ def coerce(name: str, annotation: Any, value: Any) -> Any:
             return bool(value)
         raise option_error(name, value, "true or false")
     if isinstance(value, bool) and "str" not in names:
-        raise option_error(name, value, f"a value of type {shown}")
+        raise option_error(name, value, describe(annotation))
     if "int" in names and isinstance(value, (int, float)) and not isinstance(value, bool):
         if float(value).is_integer():
             return int(value)
@@ -146,4 +145,4 @@ def coerce(name: str, annotation: Any, value: Any) -> Any:
             return str(value).lower()
         if isinstance(value, (int, float)):  # text that the command line read as a number
             return str(value)
-    raise option_error(name, value, f"a value of type {shown}")
+    raise option_error(name, value, describe(annotation))

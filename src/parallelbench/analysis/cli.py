@@ -205,10 +205,12 @@ def report(
     from parallelbench.outputs import OutputError, check_folder, output_error, report_folder
 
     out = out if out is not None else report_folder(db)
+    frame = _selected(db, model, tasks, strategy)
+    _scorer_error_lines(frame)  # the line `run`, `results` and `leaderboard` print too
     try:
         check_folder(out, "the report")
         path = write_report(db, out, x_scale=x_scale, pb_rule=rule, models=model, tasks=tasks, strategies=strategy,
-                            tps=measure)
+                            tps=measure, frame=frame)
     except (FileNotFoundError, ResultsDatabaseError, OutputError, SelectionError) as err:
         _fail(str(err))
     except OSError as err:  # disk full or permissions changed while writing

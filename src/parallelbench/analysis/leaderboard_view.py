@@ -106,7 +106,7 @@ def _aup_tables(console: Console, board: Board, ids_of: dict[str, str]) -> list[
         table = Table()
         table.add_column("task", no_wrap=True)
         for s in chunk:
-            table.add_column(ids_of[s], justify="right", no_wrap=True)
+            table.add_column(ids_of[s] + (FLAG if s in board.flagged else ""), justify="right", no_wrap=True)
         for column, task in zip(task_columns, tasks):
             table.add_row(Text(task), *(_aup_text(value_of.get((s, column))) for s in chunk))
         table.add_row(Text("mean", style="bold"), *(_aup_text(value_of.get((s, "AUP"))) for s in chunk))
@@ -168,8 +168,9 @@ def print_board(console: Console, board: Board) -> None:
 
 def print_boards(console: Console, boards: list[Board], source: str) -> None:
     """Every board, the ranking column and its direction, the rule, and notes, at the console's width."""
-    print_line(console, f"Leaderboard ({source}): tokens per step sustained at task-averaged accuracy ≥ threshold", "bold")
     first = boards[0]
+    print_line(console, f"Leaderboard ({source}): {TPS_NAME[first.tps]} sustained at task-averaged accuracy ≥ threshold",
+               "bold")
     print_line(console, ranking_line(first.thresholds, first.rule, first.tps))
     print_line(console, f"PB rule: {RULE_TEXT[first.rule]}")
     print_line(console, measure_line(first.tps))

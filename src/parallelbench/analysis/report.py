@@ -69,12 +69,13 @@ class ResultsDatabaseError(ValueError):
 
 def load_frame(db_path: Path) -> pd.DataFrame:
     """The results frame of contract 5; FileNotFoundError names the missing database."""
-    db_path = Path(db_path)
-    if not db_path.exists():
-        raise FileNotFoundError(f"results database {db_path} does not exist; run `parallelbench run` first or pass --db PATH")
     import sqlite3
 
-    from parallelbench.runner.store import ResultsStore, StoreError
+    from parallelbench.runner.store import ResultsStore, StoreError, missing_database
+
+    db_path = Path(db_path)
+    if not db_path.exists():
+        raise FileNotFoundError(missing_database(db_path))
 
     try:  # read only: a report never creates or alters a database
         store = ResultsStore(db_path, create=False)
@@ -574,12 +575,13 @@ def build_report(
 
 def write_report(db_path: Path, out_dir: Path, *, static_figures: bool = True, x_scale: str = "log2",
                  pb_rule: str = "site", models: str | None = None, tasks: str | None = None,
-                 strategies: str | None = None, tps: str = "window") -> Path:
+                 strategies: str | None = None, tps: str = "window", frame: pd.DataFrame | None = None) -> Path:
     """Report for a results database (the runner's main job calls this); returns the HTML path.
 
     `models`, `tasks`, `strategies`: comma lists as `selection.select` reads them (SelectionError
-    for a value that matches nothing)."""
-    frame = select(load_frame(Path(db_path)), models, tasks, strategies)
+    for a value that matches nothing); `frame`: those rows when the caller has them already."""
+    if frame is None:
+        frame = select(load_frame(Path(db_path)), models, tasks, strategies)
     picked = "; ".join(f"{flag} {value}" for flag, value in
                        (("--model", models), ("--tasks", tasks), ("--strategy", strategies)) if value)
     source = f"results from {db_path}" + (f" ({picked})" if picked else "")

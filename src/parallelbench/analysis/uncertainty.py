@@ -274,6 +274,9 @@ def precision_line(points: Any) -> str:
     noun = "sample" if s["n_max"] == 1 else "samples"
     text = f"each accuracy point rests on {samples} {noun} per task ({counted(s['points'], 'task point')})"
     if "half_median" in s:
-        text += (f"; 95% intervals are ±{s['half_median']:.1f} accuracy points wide at the median "
-                 f"(±{s['half_min']:.1f} to ±{s['half_max']:.1f})")
+        low, median, high = (f"±{s[k]:.1f}" for k in ("half_min", "half_median", "half_max"))
+        if low == high:  # one width (one point, or equal samples at 0% or 100%): no range to give
+            text += f"; 95% intervals are {median} accuracy points wide"
+        else:
+            text += f"; 95% intervals are {median} accuracy points wide at the median ({low} to {high})"
     return text + "; more samples per task (--limit N) narrow them roughly as 1/sqrt(N)"

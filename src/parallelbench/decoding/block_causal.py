@@ -163,7 +163,8 @@ def decode_block_causal(
     if n_rows == 0:
         return []
 
-    grid = BlockGrid.build(prompt_mask.sum(dim=1), gen_length, block)
+    host_lengths = [prompt_ids.shape[1]] * n_rows if torch.is_tensor(prompts) else [len(p) for p in prompts]
+    grid = BlockGrid.build(prompt_mask.sum(dim=1), gen_length, block, host_lengths)
     h, width, n_blocks = grid.head_width, grid.region_width, grid.num_blocks
     start_ids = make_template(template, n_rows, gen_length, mask_id, device)
     canvas, editable, real, positions = grid.layout(prompt_ids, prompt_mask, start_ids, pad_id, mask_id)
@@ -184,6 +185,7 @@ def decode_block_causal(
     kv_upto = torch.zeros(n_rows, dtype=torch.long, device=device)  # canvas columns stored in the cache
     kv = model.new_kv_cache(n_rows, grid.width) if cached else None
     in_block = torch.zeros(block, dtype=torch.long, device=device)
+    no_block = torch.zeros(n_rows, dtype=torch.long, device=device)  # [n] view.block: the window is block 0
     nominal_blocks = max(1, -(-gen_length // block))
 
     state = strategy.init_state(n_rows, width, device)
@@ -195,8 +197,8 @@ def decode_block_causal(
 
     out_tokens = torch.empty((n_rows, gen_length), dtype=torch.long, device=device)
     out_order = torch.empty_like(out_tokens)
-    out_nfe = torch.zeros(n_rows, dtype=torch.long)
-    out_remasks = torch.zeros(n_rows, dtype=torch.long)
+    out_nfe = torch.zeros(n_rows, dtype=torch.long, device=device)
+    out_remasks = torch.zeros(n_rows, dtype=torch.long, device=device)
     out_extra: dict[str, torch.Tensor] = {}
     tps_chunks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
     history: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -205,27 +207,62 @@ def decode_block_causal(
     # strategies that declare edits, else from the first decision that edits, remasks or shifts
     log: RepairLog | None = RepairLog(canvas[:, h:], masked, editable, mask_id) if strategy.rewrites else None
     editable_out = editable.gather(1, out_cols)  # every row's, for rows that finish before the log begins
+    max_commits = strategy.max_commits_per_row()
+    counted = focus_kind != "all"
 
-    def finish(done: torch.Tensor) -> None:
-        idx = rows[done]
-        region = canvas[done, h:]
-        out_tokens[idx] = region.gather(1, out_cols[done])
-        out_order[idx] = order[done].gather(1, out_cols[done])
-        out_nfe[idx.cpu()] = own_step[done].cpu()
-        out_remasks[idx.cpu()] = remasks[done].cpu()
+    def finish(done_at: torch.Tensor) -> None:
+        """Rows at live positions `done_at` [n] are finished (device-side writes only)."""
+        idx = rows.index_select(0, done_at)
+        cols = out_cols.index_select(0, done_at)
+        out_tokens.index_copy_(0, idx, canvas.index_select(0, done_at)[:, h:].gather(1, cols))
+        out_order.index_copy_(0, idx, order.index_select(0, done_at).gather(1, cols))
+        out_nfe.index_copy_(0, idx, own_step.index_select(0, done_at))
+        out_remasks.index_copy_(0, idx, remasks.index_select(0, done_at))
         for key, val in state.items():
             if key.startswith("extra_") and torch.is_tensor(val) and val.dim() == 1:
-                out_extra.setdefault(key[6:], torch.zeros(n_rows, dtype=val.dtype))[idx.cpu()] = val[done].cpu()
+                out = out_extra.setdefault(key[6:], torch.zeros(n_rows, dtype=val.dtype, device=device))
+                out.index_copy_(0, idx, val.index_select(0, done_at))
         if log is not None:
-            log.finish(done, idx, out_extra, n_rows, out_cols[done])
+            log.finish(done_at, idx, out_extra, n_rows, cols)
 
+    def active_blocks(a_held: int) -> torch.Tensor:
+        """[n] the block each row works on: its leftmost masked block, or the one its strategy holds."""
+        active = torch.where(masked, block_of_column.unsqueeze(0), n_blocks).amin(dim=1)
+        return torch.where(held, a_held, active) if holding else active
+
+    # blocks counted from n_blocks down (-n_blocks .. -1): a masked column's block is then masked * shifted,
+    # and a row's leftmost masked block one amin with 0 for "none" (fewer, cheaper ops per step)
+    shifted = (block_of_column - n_blocks).unsqueeze(0)
+
+    def next_call(done: torch.Tensor, a_held: int) -> list[int]:
+        """What the next step needs on the host, read in one go, with the rows `done` [n] left out:
+        [finished rows, its block a, the highest block of a row, the first column not stored, rows in
+        the window, their focus positions]."""
+        act = (masked * shifted).amin(dim=1)  # active block - n_blocks; 0: no masked column
+        if holding:
+            act = torch.where(held, a_held - n_blocks, act)
+        act = act.masked_fill(done, 1)
+        lowest = act.amin()
+        in_win = act == lowest
+        parts = [done.sum(), lowest, act.masked_fill(done, -1 - n_blocks).amax(),
+                 kv_upto.masked_fill(~in_win, grid.width).amin(), in_win.sum()]
+        if counted:
+            parts.append((masked & in_win.unsqueeze(1) & (shifted == lowest)).sum())
+        values = torch.stack(parts).tolist()
+        values[1] += n_blocks
+        values[2] += n_blocks
+        return values
+
+    # One read of the device per step: its finished rows and the next call's layout; here for the set-up.
     done = ~masked.any(dim=1)  # rows a template fills completely cost nothing
-    n_done = int(done.sum())
+    going = ~done
+    holding = False  # whether `held` may hold a True
+    values = next_call(done, -1)
+    n_done, plan = values[0], values[1:]
     if n_done:
-        finish(done)
+        finish(torch.nonzero_static(done, size=n_done).squeeze(1))
     n_live = n_rows - n_done
     waited = False  # whether any row has sat a step out (then own steps lag behind t)
-    holding = False  # whether `held` may hold a True
     a_prev, a_start = -1, 0  # the block of the last step and the step it began at
     epoch = 0  # counts changes of the live rows; with the block and first column, keys `layouts`
     layouts: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
@@ -233,33 +270,30 @@ def decode_block_causal(
     while n_live:
         if n_done:
             epoch += 1
-            keep = ~done
-            canvas, real, positions, blk = canvas[keep], real[keep], positions[keep], blk[keep]
+            keep = torch.nonzero_static(going, size=n_live).squeeze(1)
+            canvas, real, positions, blk = (x.index_select(0, keep) for x in (canvas, real, positions, blk))
             masked, editable, out_slot, out_cols, generated = (
-                masked[keep], editable[keep], out_slot[keep], out_cols[keep], generated[keep])
-            order, commit_conf, remasks, rows, rng_keys = order[keep], commit_conf[keep], remasks[keep], rows[keep], rng_keys[keep]
-            own_step, held, kv_upto = own_step[keep], held[keep], kv_upto[keep]
+                x.index_select(0, keep) for x in (masked, editable, out_slot, out_cols, generated))
+            order, commit_conf, remasks, rows, rng_keys = (
+                x.index_select(0, keep) for x in (order, commit_conf, remasks, rows, rng_keys))
+            own_step, held, kv_upto = (x.index_select(0, keep) for x in (own_step, held, kv_upto))
             if log is not None:
                 log.keep(keep)
             for key, val in list(state.items()):
-                if torch.is_tensor(val) and val.dim() > 0 and val.shape[0] == keep.shape[0]:
-                    state[key] = val[keep]
+                if torch.is_tensor(val) and val.dim() > 0 and val.shape[0] == going.shape[0]:
+                    state[key] = val.index_select(0, keep)
         if t >= max_steps and int(own_step.max()) >= max_steps:
             raise RuntimeError(
                 f"strategy {strategy.name!r} did not finish {n_live} row(s) within {max_steps} steps; "
                 "its step() must commit at least one token per step (or override max_steps)"
             )
 
-        # the block each row works on: its leftmost masked block, or the one its strategy holds
-        active = torch.where(masked, block_of_column.unsqueeze(0), n_blocks).amin(dim=1)
-        if holding:
-            active = torch.where(held, a_prev, active)  # a held row stays on the block it held
-        lowest = active.min()
-        first_kv = torch.where(active == lowest, kv_upto, grid.width).min()
-        a, top, start = torch.stack([lowest, active.max(), first_kv]).tolist()
+        a, top, start, n_win = plan[:4]
+        n_focus = plan[4] if counted else 0
         if a != a_prev:  # every row enters a block at the same step (lockstep)
             a_prev, a_start = a, t
-        win = _Window(None if top == a else (active == a).nonzero().squeeze(1), a * block, (a + 1) * block)
+        idx = None if top == a else torch.nonzero_static(active_blocks(a_prev) == a, size=n_win).squeeze(1)
+        win = _Window(idx, a * block, (a + 1) * block)
         end = h + win.c1
 
         # -------------------------------------------------------------- one model call
@@ -296,7 +330,7 @@ def decode_block_causal(
         c_editable = win.rows(editable)[:, win.c0 : win.c1]
         c_order = win.rows(order)[:, win.c0 : win.c1]
         c_conf = win.rows(commit_conf)[:, win.c0 : win.c1]
-        c_own = win.rows(own_step).clone()  # own_step is updated in place below
+        c_own = win.rows(own_step)  # never written: own_step is replaced (all rows) or index_select copied it
         c_step = torch.full_like(c_own, t - a_start)  # steps spent in the block: the same for every row in it
         n_step = c_rows.shape[0]
         given = _window_state(state, win, n_live, width)
@@ -307,7 +341,7 @@ def decode_block_causal(
             masked=c_masked,
             editable=c_editable,
             block_of=in_block,
-            block=in_block[:1].expand(n_step),
+            block=no_block[:n_step],
             block_step=c_step,
             step=c_own,
             rows=c_rows,
@@ -324,8 +358,8 @@ def decode_block_causal(
             aux={**context, "canvas": c_canvas, "attention_mask": c_real},
         )
         view.__dict__["candidates"] = c_masked  # the window is the active block
-        if focus_kind != "all":
-            view.focus = c_masked
+        if counted:
+            view.count_focus(c_masked, n_focus)
             view.focus_masked = True
         decision = strategy.step(view)
         shift = decision.shift
@@ -338,7 +372,9 @@ def decode_block_causal(
 
         commit = decision.commit & c_masked
         if view.focus is not None and "_where" not in view.__dict__:
-            view.focus = commit  # the rule read no per-position quantity: x0 / confidence only where it commits
+            # the rule read no per-position quantity: x0 / confidence only where it commits (every focus
+            # position is a candidate here, so the commits are among them)
+            view.count_focus(commit, n_focus if max_commits is None else min(n_focus, max_commits * n_step))
         tokens = view.x0 if decision.tokens is None else decision.tokens
         conf = view.confidence if decision.confidence is None else decision.confidence
         new_gen = drafted = torch.where(commit, tokens, gen)
@@ -384,7 +420,10 @@ def decode_block_causal(
             holding = True
         elif holding:
             win.put_rows(held, torch.zeros_like(c_own, dtype=torch.bool))
-        win.put_rows(own_step, c_own + 1)
+        if win.idx is None:
+            own_step = c_own + 1
+        else:
+            win.put_rows(own_step, c_own + 1)
         _merge_state(state, seen, given, win, n_live, n_step, width, block)
         tps_chunks.append((c_rows, c_own, net))
         if return_history:
@@ -409,11 +448,15 @@ def decode_block_causal(
             c_done = c_done | stop
         if log is not None:
             _log_step(log, win, canvas[:, h:], masked, editable, drafted, shift, fill)
-        done = c_done if win.idx is None else torch.zeros(n_live, dtype=torch.bool, device=device).index_fill_(
-            0, win.idx[c_done], True)
-        n_done = int(done.sum())
+        done = c_done if win.idx is None else torch.zeros(n_live, dtype=torch.bool, device=device).index_copy_(
+            0, win.idx, c_done)
+        # the step's one read of the device: finished rows and the next call's layout
+        values = next_call(done, a_prev)
+        n_done, plan = values[0], values[1:]
         if n_done:
-            finish(done)
+            going = ~done
+        if n_done:
+            finish(torch.nonzero_static(done, size=n_done).squeeze(1))
             n_live -= n_done
         t += 1
 

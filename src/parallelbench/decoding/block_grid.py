@@ -59,14 +59,21 @@ class BlockGrid:
     region_width: int  # G: the widest span (a multiple of B)
 
     @classmethod
-    def build(cls, prompt_lengths: torch.Tensor, gen_length: int, block_length: int) -> "BlockGrid":
+    def build(cls, prompt_lengths: torch.Tensor, gen_length: int, block_length: int,
+              host_lengths: "list[int] | None" = None) -> "BlockGrid":
+        """The grid of prompts of `prompt_lengths` [n] tokens; `host_lengths`, the same lengths as
+        Python ints when the caller has them, sizes the canvas without reading the device."""
         b = int(block_length)
         lengths = prompt_lengths.to(torch.long)
         head = torch.div(lengths, b, rounding_mode="floor") * b
         tail = lengths - head
         span = torch.div(tail + gen_length + b - 1, b, rounding_mode="floor") * b
-        head_width = int(head.max()) if head.numel() else 0
-        region_width = int(span.max()) if span.numel() else 0
+        if host_lengths is not None:
+            head_width = max((n // b * b for n in host_lengths), default=0)
+            region_width = max((-(-(n % b + gen_length) // b) * b for n in host_lengths), default=0)
+        else:
+            head_width = int(head.max()) if head.numel() else 0
+            region_width = int(span.max()) if span.numel() else 0
         return cls(b, int(gen_length), head, tail, span, head_width, region_width)
 
     @property
@@ -104,16 +111,22 @@ class BlockGrid:
         n, width = prompt_ids.shape
         h, g = self.head_width, self.region_width
         head, tail, span = self.head.to(device), self.tail.to(device), self.span.to(device)
-        canvas = torch.full((n, h + g), int(pad_id), dtype=torch.long, device=device)
         lengths = head + tail
         shift = (h - head) - (width - lengths)  # prompt column -> canvas column
-        r, c = prompt_mask.nonzero(as_tuple=True)
-        canvas[r, c + shift[r]] = prompt_ids[r, c]
+        # each canvas column reads its prompt column (a gather: no nonzero, nothing read on the host)
+        src = torch.arange(h + g, device=device).unsqueeze(0) - shift.unsqueeze(1)
+        inside = (src >= 0) & (src < width)
+        src = src.clamp(0, max(width - 1, 0))
+        if width:
+            real_prompt = inside & prompt_mask.gather(1, src)
+            canvas = torch.where(real_prompt, prompt_ids.gather(1, src), int(pad_id))
+        else:
+            canvas = torch.full((n, h + g), int(pad_id), dtype=torch.long, device=device)
         j = self.region_columns(device)
         slots = self.output_slots(device)
         extra = (j >= tail.unsqueeze(1) + self.gen_length) & (j < span.unsqueeze(1))
         region = canvas[:, h:]
-        region[extra] = int(mask_id)
+        region.copy_(torch.where(extra, int(mask_id), region))
         region.scatter_(1, self.output_columns(device), template.to(device=device, dtype=torch.long))
         editable = (slots & (region == int(mask_id))) | extra
         col = torch.arange(h + g, device=device).unsqueeze(0)

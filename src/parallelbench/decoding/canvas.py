@@ -29,13 +29,11 @@ def left_pad(
         return ids, torch.ones_like(ids, dtype=torch.bool)
     rows = [list(map(int, p)) for p in prompts]
     width = max((len(r) for r in rows), default=0)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.bool)
-    for i, r in enumerate(rows):
-        if r:
-            ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
-            mask[i, width - len(r) :] = True
-    return ids.to(device), mask.to(device)
+    # built on the host and moved in one copy (every copy to a GPU waits for it)
+    both = torch.tensor([[pad_id] * (width - len(r)) + r for r in rows] + [[0] * (width - len(r)) + [1] * len(r)
+                                                                          for r in rows], dtype=torch.long)
+    both = both.view(2, len(rows), width).to(device)
+    return both[0], both[1].bool()
 
 
 def make_template(template: Any, batch: int, gen_length: int, mask_id: int, device: torch.device) -> torch.Tensor:

@@ -22,31 +22,68 @@ def collect(*args):
             gc.enable()
 
 
+def to_host(tensors: list[torch.Tensor]) -> list[Any]:
+    """Each tensor as nested Python lists (what `.tolist()` gives), copied to the host with one
+    transfer per dtype: the first waits for the device once (the decode is over by then)."""
+    out: list[Any] = [None] * len(tensors)
+    groups: dict[torch.dtype, list[int]] = {}
+    for i, t in enumerate(tensors):
+        groups.setdefault(t.dtype, []).append(i)
+    for idx in groups.values():
+        flat = torch.cat([tensors[i] if tensors[i].dim() == 1 else tensors[i].reshape(-1) for i in idx]).cpu().tolist()
+        at = 0
+        for i in idx:
+            n = tensors[i].numel()
+            out[i] = _nest(flat[at:at + n], tuple(tensors[i].shape))
+            at += n
+    return out
+
+
+def _nest(flat: list, shape: tuple[int, ...]) -> Any:
+    if len(shape) <= 1:
+        return flat if shape else flat[0]
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
 def _collect_rows(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_chunks, history, return_history):
     """Per-row results from the batch tensors; row i took part in nfe[i] steps. `out_extra` holds
     [n_rows] tensors (a number per row) and [n_rows, gen_length] ones (a list of ids per row, e.g.
-    the repair record's unmask_tokens / first_tokens); each row's `extra` gets its item or list."""
+    the repair record's unmask_tokens / first_tokens); each row's `extra` gets its item or list.
+    The tensors may live on the model's device: they reach the host together (`to_host`)."""
     n_rows = out_tokens.shape[0]
-    tps = torch.zeros((n_rows, max(len(tps_chunks), 1)), dtype=torch.long)
+    keys = list(out_extra)
+    chunk_parts = [t for chunk in tps_chunks for t in chunk]
+    hist_parts = [t for pair in history for t in pair] if return_history else []
+    host = to_host([out_tokens, out_order, out_nfe, out_remasks, *(out_extra[k] for k in keys), *chunk_parts,
+                    *hist_parts])
+    out_tokens, out_order, out_nfe, out_remasks = host[:4]
+    extras_host = host[4:4 + len(keys)]
+    chunks = host[4 + len(keys):4 + len(keys) + len(chunk_parts)]
+    hist_host = host[4 + len(keys) + len(chunk_parts):]
+    nfe = out_nfe
+    tps_rows: list[list[int]] = [[0] * n for n in nfe]
+    at = 0
     for t, chunk in enumerate(tps_chunks):
         if len(chunk) == 2:  # (rows, net) of global step t: every row still decoding took part
-            rows, net = chunk
-            tps[rows.cpu(), t] = net.cpu()
+            for r, n in zip(chunks[at], chunks[at + 1]):
+                if t < nfe[r]:
+                    tps_rows[r][t] = int(n)
         else:  # (rows, each row's own step index, net): rows may sit out steps (block-causal)
-            rows, steps, net = chunk
-            tps[rows.cpu(), steps.cpu()] = net.cpu()
-    nfe = out_nfe.tolist()
-    tps_rows = [row[:n] for row, n in zip(tps.tolist(), nfe)]
+            for r, step, n in zip(chunks[at], chunks[at + 1], chunks[at + 2]):
+                if step < nfe[r]:
+                    tps_rows[r][step] = int(n)
+        at += len(chunk)
     hist_rows: list[list[list[int]]] | None = None
     if return_history:
         hist_rows = [[] for _ in range(n_rows)]
-        for rows, snap in history:
-            for r, line in zip(rows.tolist(), snap.tolist()):
+        for rows, snap in zip(hist_host[0::2], hist_host[1::2]):
+            for r, line in zip(rows, snap):
                 hist_rows[r].append(line)
-    tokens, order = out_tokens.tolist(), out_order.tolist()
-    committed = (out_order >= 0).sum(dim=1).tolist()
-    remasks = out_remasks.tolist()
-    extras = {k: v.tolist() for k, v in out_extra.items()}
+    tokens, order = out_tokens, out_order
+    committed = [sum(1 for x in row if x >= 0) for row in order]
+    remasks = out_remasks
+    extras = dict(zip(keys, extras_host))
     results = []
     for i in range(n_rows):
         extra: dict[str, Any] = {k: v[i] for k, v in extras.items()} if extras else {}

@@ -94,8 +94,8 @@ def decode(
 
     out_tokens = torch.empty((n_rows, g_len), dtype=torch.long, device=device)
     out_order = torch.empty_like(out_tokens)
-    out_nfe = torch.zeros(n_rows, dtype=torch.long)
-    out_remasks = torch.zeros(n_rows, dtype=torch.long)
+    out_nfe = torch.zeros(n_rows, dtype=torch.long, device=device)
+    out_remasks = torch.zeros(n_rows, dtype=torch.long, device=device)
     out_extra: dict[str, torch.Tensor] = {}
     tps_chunks: list[tuple[torch.Tensor, torch.Tensor]] = []
     history: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -103,47 +103,67 @@ def decode(
     # the repair record: from the start for strategies that declare edits, else from the first decision that edits
     log: RepairLog | None = RepairLog(gen, masked, editable, mask_id) if strategy.rewrites else None
     editable_all = editable  # every row's, for rows that finish before the log begins
+    single = num_blocks == 1  # one block: every row is in block 0 and has spent t steps there
+    max_commits = strategy.max_commits_per_row()  # a bound the loop can use to find the committed positions
+    host_plan = getattr(model, "host_plan", None) if callable(getattr(model, "set_host_plan", None)) else None
 
-    def finish(done: torch.Tensor, t: int) -> None:
-        idx = rows[done]
-        out_tokens[idx] = canvas[done, p_len:]
-        out_order[idx] = order[done]
-        out_nfe[idx.cpu()] = t + 1
-        out_remasks[idx.cpu()] = remasks[done].cpu()
+    def finish(done_at: torch.Tensor, t: int) -> None:
+        """Rows at live positions `done_at` [n] are finished after step t (device-side writes only)."""
+        idx = rows.index_select(0, done_at)
+        out_tokens.index_copy_(0, idx, canvas.index_select(0, done_at)[:, p_len:])
+        out_order.index_copy_(0, idx, order.index_select(0, done_at))
+        out_nfe.index_fill_(0, idx, t + 1)
+        out_remasks.index_copy_(0, idx, remasks.index_select(0, done_at))
         for key, val in state.items():
             if key.startswith("extra_") and torch.is_tensor(val):
-                out_extra.setdefault(key[6:], torch.zeros(n_rows, dtype=val.dtype))[idx.cpu()] = val[done].cpu()
+                out = out_extra.setdefault(key[6:], torch.zeros(n_rows, dtype=val.dtype, device=device))
+                out.index_copy_(0, idx, val.index_select(0, done_at))
         if log is not None:
-            log.finish(done, idx, out_extra, n_rows)
+            log.finish(done_at, idx, out_extra, n_rows)
 
-    # Rows already complete (a template with no masks) cost nothing.
-    done = ~masked.any(dim=1)
-    n_done = int(done.sum())
-    if n_done:
-        finish(done, -1)
+    def focus_count(masked: torch.Tensor, held: torch.Tensor | None, held_block: torch.Tensor,
+                    going: torch.Tensor) -> torch.Tensor:
+        """[1] the next step's focus positions (the view's candidates, or every mask) of the rows `going`."""
+        focus = masked
+        if focus_kind == "candidates" and not (single and held is None):
+            block = blocks.active_block(masked, block_of, num_blocks)
+            if held is not None:
+                block = torch.where(held, held_block, block)
+            focus = masked & blocks.in_active_block(block, block_of)
+        return (focus & going.unsqueeze(1)).sum()
+
+    # Rows already complete (a template with no masks) cost nothing. One read of the device per
+    # step (its finished rows, the next step's number of focus positions, what the model wants
+    # to know for its next call), here for the set-up.
+    going = masked.any(dim=1)
+    counted = focus_kind != "all"
+    first = [(~going).sum()] + ([focus_count(masked, None, prev_block, going)] if counted else [])
+    values = torch.stack(first).tolist()
+    n_done, n_focus = values[0], (values[1] if counted else 0)
     n_live = n_rows - n_done
-    single = num_blocks == 1  # one block: every row is in block 0 and has spent t steps there
+    if n_done:
+        finish(torch.nonzero_static(~going, size=n_done).squeeze(1), -1)
     zeros: torch.Tensor | None = None
     temperature = float(strategy.options.temperature)
     t = 0
     while n_live:
         if n_done:
-            keep = ~done
-            canvas, attention, masked, editable = canvas[keep], attention[keep], masked[keep], editable[keep]
-            order, commit_conf, remasks, rows = order[keep], commit_conf[keep], remasks[keep], rows[keep]
-            prev_block, block_step = prev_block[keep], block_step[keep]
-            rng_keys = rng_keys[keep]
+            keep = torch.nonzero_static(going, size=n_live).squeeze(1)
+            canvas, attention, masked, editable = (x.index_select(0, keep) for x in (canvas, attention, masked, editable))
+            order, commit_conf, remasks, rows = (x.index_select(0, keep) for x in (order, commit_conf, remasks, rows))
+            prev_block, block_step = prev_block.index_select(0, keep), block_step.index_select(0, keep)
+            rng_keys = rng_keys.index_select(0, keep)
             if log is not None:
                 log.keep(keep)
             if held is not None:
-                held, held_block = held[keep], held_block[keep]
+                held, held_block = held.index_select(0, keep), held_block.index_select(0, keep)
             for key, val in list(state.items()):
-                if torch.is_tensor(val) and val.dim() > 0 and val.shape[0] == keep.shape[0]:
-                    state[key] = val[keep]
+                if torch.is_tensor(val) and val.dim() > 0 and val.shape[0] == going.shape[0]:
+                    state[key] = val.index_select(0, keep)
             zeros = None
         if t >= max_steps:
             raise RuntimeError(
-                f"strategy {strategy.name!r} did not finish {len(rows)} row(s) within {max_steps} steps; "
+                f"strategy {strategy.name!r} did not finish {n_live} row(s) within {max_steps} steps; "
                 "its step() must commit at least one token per step (or override max_steps)"
             )
 
@@ -184,8 +204,8 @@ def decode(
         )
         if single and held is None:
             view.__dict__["candidates"] = masked  # the whole region is the active block
-        if focus_kind != "all":  # compute per-position quantities only where the strategy reads them
-            view.focus = view.candidates if focus_kind == "candidates" else masked
+        if counted:  # compute per-position quantities only where the strategy reads them
+            view.count_focus(view.candidates if focus_kind == "candidates" else masked, n_focus)
             view.focus_masked = True
         decision = strategy.step(view)
         if decision.shift is not None:
@@ -200,7 +220,13 @@ def decode(
 
         commit = decision.commit & masked
         if view.focus is not None and "_where" not in view.__dict__:
-            view.focus = commit  # the rule read no per-position quantity: x0 / confidence only where it commits
+            # the rule read no per-position quantity: x0 / confidence only where it commits, found
+            # without a host read when the commits are known to lie among the focus positions
+            if focus_kind == "masked" or strategy.commits_in_candidates:
+                bound = n_focus if max_commits is None else min(n_focus, max_commits * rows.shape[0])
+                view.count_focus(commit, bound)
+            else:
+                view.focus = commit
         tokens = view.x0 if decision.tokens is None else decision.tokens
         conf = view.confidence if decision.confidence is None else decision.confidence
         new_gen = drafted = torch.where(commit, tokens, gen)
@@ -228,8 +254,8 @@ def decode(
         else:
             held = None
         if strategy.options.stop_at_eos:
-            stop, first = _eos_stop(new_gen, masked, eos_id)
-            after = torch.arange(g_len, device=device).unsqueeze(0) > first.unsqueeze(1)
+            stop, first_eos = _eos_stop(new_gen, masked, eos_id)
+            after = torch.arange(g_len, device=device).unsqueeze(0) > first_eos.unsqueeze(1)
             fill = stop.unsqueeze(1) & after
             new_gen = torch.where(fill, eos_id, new_gen)
             masked = masked & ~fill
@@ -240,11 +266,21 @@ def decode(
         tps_chunks.append((rows, net))
         if return_history:
             history.append((rows, new_gen.clone()))
-        done = ~going
-        n_done = int(done.sum())
+
+        # the step's one read of the device: finished rows, the next step's focus, the model's plan
+        parts = [(~going).sum()]
+        if counted:
+            parts.append(focus_count(masked, held, held_block, going))
+        plan = host_plan(canvas, rows, going) if host_plan is not None else None
+        values = (torch.stack(parts) if plan is None else torch.cat([torch.stack(parts), plan.to(torch.long)])).tolist()
+        n_done = values[0]
+        if counted:
+            n_focus = values[1]
         if n_done:
-            finish(done, t)
+            finish(torch.nonzero_static(~going, size=n_done).squeeze(1), t)
             n_live -= n_done
+        if plan is not None and n_live:
+            model.set_host_plan(n_live, values[1 + counted:])
         t += 1
 
     return collect(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_chunks, history, return_history)

@@ -29,6 +29,7 @@ class TopKStrategy(Strategy):
     kind = "topk"
     Options = TopKOptions
     focus = "candidates"
+    commits_in_candidates = True
     scorer: ClassVar[str] = "confidence"
 
     def __init__(self, **params: Any) -> None:
@@ -52,6 +53,9 @@ class TopKStrategy(Strategy):
         if steps is not None and steps % blocks != 0:
             raise option_error("steps", steps, f"a multiple of the number of blocks ({blocks})")
 
+    def max_commits_per_row(self) -> int | None:
+        return self.options.k if self.options.steps is None else None
+
     def tokens_this_step(self, view: StepView) -> torch.Tensor:
         """[b] tokens to commit now under the k or steps schedule."""
         if self.options.steps is None:
@@ -63,7 +67,8 @@ class TopKStrategy(Strategy):
         return SCORERS[self.scorer](view)
 
     def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
-        return selection.top_k(scores, view.candidates, self.tokens_this_step(view))
+        fixed = self.options.steps is None and type(self).tokens_this_step is TopKStrategy.tokens_this_step
+        return selection.top_k(scores, view.candidates, self.options.k if fixed else self.tokens_this_step(view))
 
 
 @register_strategy("random")

@@ -110,12 +110,15 @@ class RepairLog:
 
 def _put(out: dict[str, torch.Tensor], n_rows: int, idx: torch.Tensor, edits: torch.Tensor, unmask: torch.Tensor,
          first: torch.Tensor, inserts: torch.Tensor, deletes: torch.Tensor) -> None:
-    idx = idx.cpu()
+    """Write into the per-call outputs on the device they already live on, else on `idx`'s (the
+    decode's: `collect` brings them to the host at the end, so a finished row costs no transfer)."""
+    dev = out["edits"].device if "edits" in out else idx.device
+    idx = idx.to(dev)
     g = unmask.shape[1]
     for key, val in (("edits", edits), ("inserts", inserts), ("deletes", deletes)):
-        out.setdefault(key, torch.zeros(n_rows, dtype=torch.long))[idx] = val.cpu()
+        out.setdefault(key, torch.zeros(n_rows, dtype=torch.long, device=dev))[idx] = val.to(dev)
     for key, val in (("unmask_tokens", unmask), ("first_tokens", first)):
-        out.setdefault(key, torch.zeros((n_rows, g), dtype=torch.long))[idx] = val.cpu()
+        out.setdefault(key, torch.zeros((n_rows, g), dtype=torch.long, device=dev))[idx] = val.to(dev)
 
 
 def finished_rows(live: torch.Tensor, n_rows: int) -> torch.Tensor:

@@ -99,9 +99,8 @@ def inverse_cdf(probs: torch.Tensor, u: torch.Tensor, fallback: "Callable[[], to
     if last >= 0:
         tokens = tokens.clamp(max=last)
     degenerate = total.squeeze(-1) <= 0  # nothing to draw from (all mass on a banned token)
-    if bool(degenerate.any()):
-        tokens = torch.where(degenerate, fallback() if fallback is not None else probs.argmax(dim=-1), tokens)
-    return tokens
+    # decided on the device (no host read), so the fallback is computed for every row
+    return torch.where(degenerate, fallback() if fallback is not None else probs.argmax(dim=-1), tokens)
 
 
 def sample_tokens(

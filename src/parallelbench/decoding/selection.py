@@ -23,17 +23,23 @@ def descending_rank(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Ten
 
 def top_k(scores: torch.Tensor, candidates: torch.Tensor, k: torch.Tensor | int) -> torch.Tensor:
     """The k best-scoring candidates of each row (k may differ per row)."""
-    if not torch.is_tensor(k):
-        k = torch.full((scores.shape[0],), int(k), device=scores.device, dtype=torch.long)
+    if not torch.is_tensor(k):  # one k for every row: a scalar comparison, and no sort for k = 1
+        if int(k) == 1:
+            return best(scores, candidates)
+        return (descending_rank(scores, candidates) < int(k)) & candidates
     return (descending_rank(scores, candidates) < k.unsqueeze(1)) & candidates
 
 
+def best(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+    """[b, G] each row's best-scoring candidate (the leftmost on a tie: top_k's rule, without a sort)."""
+    s = scores.float().masked_fill(~candidates, NEG_INF)
+    return torch.zeros_like(candidates).scatter_(1, s.argmax(dim=1, keepdim=True), True) & candidates
+
+
 def with_fallback(chosen: torch.Tensor, scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
-    """Rows that chose nothing take their single best candidate."""
+    """Rows that chose nothing take their single best candidate (decided on the device: no host read)."""
     empty = ~chosen.any(dim=1) & candidates.any(dim=1)
-    if bool(empty.any()):
-        chosen = chosen | (top_k(scores, candidates, 1) & empty.unsqueeze(1))
-    return chosen
+    return chosen | (best(scores, candidates) & empty.unsqueeze(1))
 
 
 def threshold(
@@ -51,10 +57,8 @@ def threshold_at_least(
     `scores` (default: confidence) when fewer pass: SDAR's / LLaDA2's dynamic rule."""
     chosen = candidates & (confidence > gamma)
     short = chosen.sum(dim=1) < at_least
-    if bool(short.any()):
-        best = top_k(confidence if scores is None else scores, candidates, at_least)
-        chosen = torch.where(short.unsqueeze(1), chosen | best, chosen)
-    return chosen
+    most = top_k(confidence if scores is None else scores, candidates, at_least)
+    return torch.where(short.unsqueeze(1), chosen | most, chosen)
 
 
 def sorted_candidates(values: torch.Tensor, candidates: torch.Tensor, descending: bool):

@@ -66,6 +66,9 @@ class Strategy:
     #: first step. Others pay nothing; an undeclared strategy that edits anyway gets the record
     #: from its first such decision (exact, but then only decodes in which it edited carry the keys).
     rewrites: ClassVar[bool] = False
+    #: True when `step` commits only among `view.candidates` (with focus "candidates"): the loop can
+    #: then find the committed positions without reading the device (see `max_commits_per_row`).
+    commits_in_candidates: ClassVar[bool] = False
     #: True for the one strategy that tells a net with `cache=delayed` which blocks are finished
     #: (`multi-block`); `check_model` refuses such a net for every other strategy.
     drives_delayed_cache: ClassVar[bool] = False
@@ -154,6 +157,10 @@ class Strategy:
 
     def step(self, view: StepView) -> Decision:
         return Decision(commit=self.select(view, self.score(view)))
+
+    def max_commits_per_row(self) -> int | None:
+        """The most tokens a step commits in one row, when the options fix it (top-k: k); None: unknown."""
+        return None
 
     def score(self, view: StepView) -> torch.Tensor:
         return scores_mod.confidence(view)

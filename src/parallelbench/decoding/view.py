@@ -204,9 +204,21 @@ class StepView:
     # strategy's `focus`: by default every position). The logits of those positions are
     # gathered into one [N, V] block, so a step pays for what it can commit, not for the
     # whole generation region.
+    def count_focus(self, focus: torch.Tensor, count: int) -> None:
+        """Set `focus`, with at least `count` positions in it (the loop knows; at most `count` are
+        True, padding after them repeats position (0, 0)), so finding them reads nothing on the
+        host. A strategy that sets another focus itself gets `nonzero`'s exact positions."""
+        self.focus = focus
+        self.__dict__["_counted"] = (focus, int(count))
+        self.__dict__.pop("_where", None)
+
     @cached_property
     def _where(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(row, position) index of every focus position, row-major."""
+        counted = self.__dict__.get("_counted")
+        if counted is not None and counted[0] is self.focus:
+            r, p = torch.nonzero_static(self.focus, size=counted[1], fill_value=0).unbind(1)
+            return r, p
         return self.focus.nonzero(as_tuple=True)
 
     @cached_property

@@ -40,7 +40,7 @@ import lm_eval.models  # noqa: F401  (fills lm-eval's registry first: it only la
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
-from parallelbench.integrations.lm_eval_metrics import decoding_metadata, record
+from parallelbench.integrations.lm_eval_metrics import decoding_metadata, forget_pending, record
 from parallelbench.models.base import Generation
 from parallelbench.tasks.base import Sample
 
@@ -182,6 +182,7 @@ class ParallelBenchLM(LM):
     # ------------------------------------------------------------------ generate_until
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
         """Decode every request (batched by shared settings); cut at its `until` strings."""
+        forget_pending()  # lm-eval generates every request, then scores: older records are stale
         out: list[str | None] = [None] * len(requests)
         groups: dict[tuple, list[int]] = {}
         prepared = []

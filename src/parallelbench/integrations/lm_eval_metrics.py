@@ -101,6 +101,12 @@ def record(sample_id: str, metadata: dict[str, Any]) -> None:
     _PENDING[str(sample_id)].append(dict(metadata))
 
 
+def forget_pending() -> None:
+    """Drop records no task scored (a previous evaluation in this process that stopped part-way),
+    so a new generation pass never hands a sample's metrics from an older decode."""
+    _PENDING.clear()
+
+
 def take(sample_id: str) -> dict[str, Any]:
     """The oldest metadata recorded for this sample (the decoding metrics, `edits` and, when the
     decode kept a repair record, `unmask_text`), or zeros when the model recorded none."""

@@ -72,7 +72,7 @@ def check(
 
 @app.command("example")
 def example(
-    family: str = typer.Option(..., "--family", help="llada, dream, sdar, llada2 or masked_lm."),
+    family: str = typer.Option(..., "--family", help="llada, dream, sdar, llada2, lladamoe or masked_lm."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder to write (new or empty)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random weights."),
 ) -> None:

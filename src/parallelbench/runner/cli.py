@@ -71,7 +71,7 @@ def run(
     db: Optional[str] = typer.Option(None, "--db", help="Results database (default ./parallelbench.db)."),
     out: Optional[str] = typer.Option(None, "--out", help="Folder for the report (default: beside the database, named after it: parallelbench.db -> ./parallelbench-out, tour.db -> ./tour-out)."),
     executor: Optional[str] = typer.Option(None, "--executor", help="local (default) or ray."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Decoding processes: local worker processes (each loads the model once and decodes with --threads torch threads) or Ray actors. Default: every core this process may use, or one per visible GPU for a model on a GPU; 1 decodes in this process. Rows are the same for any number."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Decoding processes: local worker processes (each loads the model once and decodes with --threads torch threads) or Ray actors. Default: every core this process may use, or one per visible GPU for a model on a GPU (a run with under about 20 s of decoding left after its first batch stays in this process); 1 decodes in this process. Rows are the same for any number."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Existing Ray cluster address (default: start a local one)."),
     gpus_per_worker: Optional[float] = typer.Option(None, "--gpus-per-worker", help="Ray: GPUs each actor reserves (1 = one actor per GPU; default 0, CPU workers)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads per decoding process (default 1: oversubscribed cores slow decoding many times over; raise it for big CPU models on an idle machine)."),
@@ -179,11 +179,14 @@ def _run(spec, console, *, report: bool, show_progress: bool) -> None:
             return
     from parallelbench.models.registry import ModelSpecError
     from parallelbench.runner.job import RunInterrupted
+    from parallelbench.runner.pool import WorkerLoadError
+    from parallelbench.runner.units import UserModelCrash
 
     with _sigterm_as_interrupt() as terminated:
         try:
             result = run_job(spec, console, show_progress=show_progress)
-        except (ModelLoadError, RayUnavailable, StoreError, ModelSpecError) as exc:  # e.g. an API key the server rejects
+        except (ModelLoadError, RayUnavailable, StoreError, ModelSpecError, WorkerLoadError,
+                UserModelCrash) as exc:  # e.g. a rejected API key
             _fail(str(exc))
             return
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (turned into one above)
@@ -355,14 +358,14 @@ def results(
     db: str = typer.Option("parallelbench.db", "--db", help="Results database to read."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Only these models (comma-separated specs)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", "-t", help="Only these tasks: ids, families (waiting_line), categories or paper, comma-separated."),
-    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="Only these strategies: names (confidence-topk) or config labels as the tables show them (confidence-topk[k=2]), comma-separated."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="Only these strategies: names (confidence-topk) or config labels as the tables show them (confidence-topk\\[k=2]), comma-separated."),
     all_versions: bool = typer.Option(False, "--all-versions", help="Also rows of older model, data or strategy versions (not reused by `run`): one table per decoding version (model, strategy code, options), the task's data version as a column."),
     order: bool = typer.Option(False, "--order", help="Decoding order per strategy config instead: rank correlation of the commit order with left to right (Kendall, Spearman) and local/global AR-ness."),
     repair: bool = typer.Option(False, "--repair", help="Repair by editing instead: per model, editing strategy config and task, the mean score when the last original mask was filled (unmask) and at the end, with 95% intervals, the share of rows repaired (wrong then right) and broken (right then wrong), and mean edits."),
     compare: Optional[Tuple[str, str]] = typer.Option(
         None, "--compare", metavar="A B",
         help="Paired difference A − B on the samples both configs decoded, with its 95% interval and p-value. "
-             "Name a config as the table lists it, e.g. 'confidence-topk[k=2]', adding @MODEL when several models ran it.",
+             "Name a config as the table lists it, e.g. 'confidence-topk\\[k=2]', adding @MODEL when several models ran it.",
     ),
 ) -> None:
     """Print accuracy ± 95% half-width, tokens per step and answer tokens per step per task and strategy config, or compare two configs.

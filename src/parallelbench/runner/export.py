@@ -1,4 +1,8 @@
-"""Every row of a results database to CSV, JSON Lines or Parquet."""
+"""Every row of a results database to CSV, JSON Lines or Parquet.
+
+Each format adds `scorer_error` after `score`: the error of a scorer that failed on the row
+(empty when none), which the database keeps inside `versions`.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from pathlib import Path
 
 from parallelbench.outputs import atomic_file, atomic_path
 from parallelbench.runner.store import JSON_COLUMNS, ResultsStore
+from parallelbench.scoring.errors import error_of_versions
 
 FORMATS = ("csv", "jsonl", "parquet")
 
@@ -17,7 +22,8 @@ class ExportError(ValueError):
 
 
 def export_rows(store: ResultsStore, fmt: str, out: str | Path) -> int:
-    """Write all rows; JSON Lines expands the JSON columns into nested values. Returns the row count."""
+    """Write all rows, with `scorer_error`; JSON Lines expands the JSON columns into nested values.
+    Returns the row count."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}; valid formats: {', '.join(FORMATS)}")
     if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:
@@ -27,6 +33,7 @@ def export_rows(store: ResultsStore, fmt: str, out: str | Path) -> int:
         n = 0
         with atomic_file(out, what) as fh:
             for row in store.iter_rows():
+                row = _with_scorer_error(row)
                 for col in JSON_COLUMNS:
                     if isinstance(row.get(col), str):
                         row[col] = json.loads(row[col])
@@ -34,9 +41,22 @@ def export_rows(store: ResultsStore, fmt: str, out: str | Path) -> int:
                 n += 1
         return n
     frame = store.frame()
+    errors = [error_of_versions(v) for v in frame["versions"]] if "versions" in frame else [None] * len(frame)
+    frame.insert(frame.columns.get_loc("score") + 1 if "score" in frame else len(frame.columns), "scorer_error", errors)
     with atomic_path(out, what) as path:
         if fmt == "csv":
             frame.to_csv(path, index=False)
         else:
             frame.to_parquet(path, index=False)
     return len(frame)
+
+
+def _with_scorer_error(row: dict) -> dict:
+    """`row` with `scorer_error` placed right after `score`."""
+    out: dict = {}
+    for key, value in row.items():
+        out[key] = value
+        if key == "score":
+            out["scorer_error"] = error_of_versions(row.get("versions"))
+    out.setdefault("scorer_error", error_of_versions(row.get("versions")))
+    return out

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from rich.console import Console
 from rich.markup import escape
 
+from parallelbench.runner.interrupts import held
 from parallelbench.runner.progress import RunProgress
 from parallelbench.runner.spec import FALLBACK_MODEL, Plan, RunSpec, SpecError, check_model
 from parallelbench.runner.store import ResultsStore
@@ -309,15 +310,16 @@ def _run_models(spec, plan, models, sessions, result, console, show_progress, on
 
 
 def _save(store: ResultsStore, spec: RunSpec, result: JobResult, progress: RunProgress, unit, rows) -> None:
-    """Write one finished unit (one transaction) and count it."""
-    written = store.write(rows, supersede=spec.force)
-    failed = [r for r in rows if r.get("status") == "failed"]
-    result.attempted += len(rows)
-    result.failed += len(failed)
-    for r in failed:
-        reason = str(r.get("error") or "unknown").split(":", 1)[0].strip() or "unknown"
-        result.failure_reasons[reason] = result.failure_reasons.get(reason, 0) + 1
-    result.rows_added += max(0, written - len(failed))
+    """Write one finished unit (one transaction) and count it, both or neither (`interrupts.held`)."""
+    with held():
+        written = store.write(rows, supersede=spec.force)
+        failed = [r for r in rows if r.get("status") == "failed"]
+        result.attempted += len(rows)
+        result.failed += len(failed)
+        for r in failed:
+            reason = str(r.get("error") or "unknown").split(":", 1)[0].strip() or "unknown"
+            result.failure_reasons[reason] = result.failure_reasons.get(reason, 0) + 1
+        result.rows_added += max(0, written - len(failed))
     progress.advance(rows, f"{unit.config.label} · {unit.task}")
 
 

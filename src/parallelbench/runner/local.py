@@ -49,6 +49,7 @@ class LocalSession:
         self.lost: list[Lost] = []  # units whose worker process died while decoding them
         self.not_run: list[WorkUnit] = []  # units never started because every worker had died
         self._pool: WorkerPool | None = None
+        self._on_gpu = False
 
     def run(self, units: Iterable[WorkUnit]) -> Iterator[tuple[WorkUnit, list[dict[str, Any]]]]:
         """Rows per unit, in the order given; a task the model turns out not to decode is skipped whole."""
@@ -66,9 +67,13 @@ class LocalSession:
             return
         assert self.pools is not None
         pool = self.pools(count, devices)
+        if self._on_gpu:
+            self._release()  # its device memory goes to the workers' copies (one of them shares this device)
         try:
             pool.load(self.model_spec, self.options)
         except WorkerLoadError as exc:
+            if self.runner is None:
+                raise
             self.notify(f"{exc}; decoding in this process instead")
             yield from self._here(units[start:])
             return
@@ -88,7 +93,8 @@ class LocalSession:
                 self.notify(f"model {self.model_spec!r} sends its requests from this process; --workers does not "
                             "apply to it (--model-opt concurrency=N sets how many are in flight)")
             return 1, None
-        if model_device(self.model) == "cuda":
+        self._on_gpu = model_device(self.model) == "cuda"
+        if self._on_gpu:
             gpus = visible_gpus()
             count = self.workers or max(1, len(gpus))
             pinned = re.fullmatch(r"cuda:\d+", str(self.options.get("device", "")))  # the user chose the device
@@ -116,6 +122,8 @@ class LocalSession:
 
     def _release(self) -> None:
         """The workers hold their own copies: free this process's (on a GPU, its device memory)."""
+        if self.runner is None:
+            return
         self.runner = None
         self.model = None
         gc.collect()

@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 import warnings
 from dataclasses import dataclass
@@ -34,6 +35,12 @@ from parallelbench.runner.units import UnitRunner, UnsupportedTask, WorkUnit
 # only), then its loop. Nothing is imported before the path is set.
 _BOOT = ("import sys; sys.path[:] = sys.argv[5:]; from parallelbench.runner.pool import serve; "
          "serve(*map(int, sys.argv[1:5]))")
+
+# A job being stopped (Slurm's scancel, `systemctl stop`) signals every process, the workers too, in
+# no set order: a worker ended by one of these is reported only if the run's own signal has not come
+# within STOP_GRACE_S, so a stopped run still ends with its one line.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+STOP_GRACE_S = 2.0
 
 
 class WorkerLoadError(RuntimeError):
@@ -286,8 +293,9 @@ class WorkerPool:
 
     def finished(self) -> list[tuple[WorkUnit, list[dict]]]:
         """After an interruption: units finished but not yet handed out (and any a worker is just
-        sending), so the caller can save them."""
-        self._collect([h for h in self.handles if h.busy is not None], block=False)
+        sending), so the caller can save them. Workers found dead now go unmentioned: the run is
+        stopping, and its one line says what was saved."""
+        self._collect([h for h in self.handles if h.busy is not None], block=False, quiet=True)
         out = []
         for i in sorted(self._results):
             reply = self._results.pop(i)
@@ -311,7 +319,7 @@ class WorkerPool:
             else:
                 yield unit, reply[1]
 
-    def _collect(self, busy: list[_Handle], *, block: bool) -> None:
+    def _collect(self, busy: list[_Handle], *, block: bool, quiet: bool = False) -> None:
         """Take the replies that are there (waiting for at least one when `block`); a worker whose
         process ended without replying has lost its unit."""
         if not busy:
@@ -325,9 +333,11 @@ class WorkerPool:
                     self._results[position] = reply
                     continue
                 unit = self._units[position]
-                why = self._drop(h)
+                why = self._drop(h, quiet=quiet)
                 self.lost.append(Lost(unit, why))
                 self._results[position] = ("lost",)
+                if quiet:
+                    continue
                 left = f"carrying on with {_workers(len(self.handles))}" if self.handles else "no worker is left"
                 self.notify(f"{why} while decoding {describe_unit(unit)}: those {len(unit.samples)} rows are "
                             f"lost; {left}")
@@ -348,9 +358,12 @@ class WorkerPool:
         except subprocess.TimeoutExpired:
             return None
 
-    def _drop(self, h: _Handle, doing: str | None = None) -> str:
+    def _drop(self, h: _Handle, doing: str | None = None, *, quiet: bool = False) -> str:
         """Stop a worker and forget it; returns what happened to it ('worker 2 (pid 1) was killed by ...')."""
-        said = f"{h.name} {death_reason(self._exitcode(h))}" + (f" {doing}" if doing else "")
+        code = self._exitcode(h)
+        if not quiet and code is not None and -code in STOP_SIGNALS:
+            time.sleep(STOP_GRACE_S)  # the run's own stop signal, if one is coming, interrupts this
+        said = f"{h.name} {death_reason(code)}" + (f" {doing}" if doing else "")
         self._forget(h)
         return said
 

@@ -141,6 +141,14 @@ class StoreError(RuntimeError):
     """The database file cannot be used; the message is one line for the user."""
 
 
+def missing_database(path: str | Path) -> str:
+    """The one line every command prints for a --db that does not exist: the path and how to make it."""
+    import shlex
+
+    make = "parallelbench run" + ("" if str(path) == DEFAULT_DB else f" --db {shlex.quote(str(path))}")
+    return f"no results database at {path}; create it with `{make}`, or pass --db PATH of an existing one"
+
+
 class MissingStoreError(StoreError, FileNotFoundError):
     """No database at the path (still a FileNotFoundError, as before)."""
 
@@ -232,9 +240,7 @@ class ResultsStore:
     def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True, timeout: float = 60.0):
         self.path = Path(path)
         if not create and not self.path.exists():
-            raise MissingStoreError(
-                f"no results database at {self.path}; run `parallelbench run` first or pass --db PATH"
-            )
+            raise MissingStoreError(missing_database(self.path))
         self.timeout = timeout
         self._conn = None
         self.created = False  # this store made the file (so it may remove it again if left empty)

@@ -111,6 +111,26 @@ class UnsupportedTask(Exception):
         self.reason = reason
 
 
+class UserModelCrash(RuntimeError):
+    """A `py:` model of the user's raised something other than ModelInputError while decoding: one
+    line naming the model, the task, the config and where in the user's code it raised."""
+
+
+def user_model_crash(spec: str, task: str, config: str, exc: BaseException) -> UserModelCrash:
+    import os
+    import traceback
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the parallelbench package
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith(here) and "site-packages" not in f.filename]
+    where = f" ({os.path.basename(frames[-1].filename)}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    reason = " ".join(str(exc).split()) or "no message"
+    return UserModelCrash(
+        f"model {spec!r} raised {type(exc).__name__} while decoding task {task} with {config}: {reason}{where}; "
+        "the rows finished before it are saved (re-run to resume); for an input your model cannot take raise "
+        "parallelbench.models.base.ModelInputError, and `run` skips that task with one line instead")
+
+
 def no_answer_set_errors() -> tuple[type[BaseException], ...]:
     """The exceptions a model raises for a sample it cannot decode: the ideal model's missing
     answer set, and any model's input that does not fit it (too long, unknown words, a block
@@ -419,6 +439,10 @@ class UnitRunner:
             )
         except no_answer_set_errors() as exc:
             raise UnsupportedTask(unit.task, " ".join(str(exc).split())) from None
+        except Exception as exc:  # noqa: BLE001 - the user's own code: one line, not its traceback
+            if not self.model_spec.startswith("py:"):
+                raise
+            raise user_model_crash(self.model_spec, unit.task, unit.config.label, exc) from None
         elapsed = time.perf_counter() - t0
         if len(gens) != len(unit.samples):
             raise RuntimeError(

@@ -129,7 +129,7 @@ def score(
             import_scorer_modules(scorers or "")
         except TaskSourceError as err:
             _fail(console, str(err))
-        _rescore_db(console, db, Path(tasks) if tasks else None, scoring, per_sample)
+        _rescore_db(console, db, tasks, scoring, per_sample)
         return
     try:
         import_scorer_modules(scorers or "")
@@ -182,7 +182,7 @@ def score(
         console.print(f"wrote {len(rows)} per-sample scores to {per_sample}", highlight=False)
 
 
-def _rescore_db(console, db: Path, tasks: Optional[Path], mode: str, per_sample: Optional[Path]) -> None:
+def _rescore_db(console, db: Path, tasks: Optional[str], mode: str, per_sample: Optional[Path]) -> None:
     """Score the stored outputs of `db` again in `mode`; print stored vs new means per task."""
     from rich.markup import escape  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
@@ -194,11 +194,19 @@ def _rescore_db(console, db: Path, tasks: Optional[Path], mode: str, per_sample:
     from parallelbench.scoring.rescore import rescore_rows  # noqa: PLC0415
     from parallelbench.scoring.similarity import MetricUnavailable  # noqa: PLC0415
 
+    from parallelbench.tasks import TaskSourceError, task_source_samples  # noqa: PLC0415
+    from parallelbench.tasks.user import is_task_source  # noqa: PLC0415
+
     try:
         with ResultsStore(db, create=False) as store:
             rows = list(store.iter_rows())
-        given = read_samples(tasks) if tasks is not None else None
-    except (StoreError, ScoreInputError) as err:
+        if tasks is None:
+            given = None
+        elif is_task_source(tasks) and not Path(tasks).exists():  # module:NAME, as without --db
+            given = task_source_samples(tasks)
+        else:
+            given = read_samples(Path(tasks))
+    except (StoreError, ScoreInputError, TaskSourceError) as err:
         _fail(console, " ".join(str(err).split()))
     if not rows:
         _fail(console, f"{db} holds no finished rows to rescore; run `parallelbench run --db {db}` first")
@@ -213,31 +221,44 @@ def _rescore_db(console, db: Path, tasks: Optional[Path], mode: str, per_sample:
     by_task: dict[str, list[dict]] = defaultdict(list)
     for row in result.rows:
         by_task[row["task"]].append(row)
-    table = Table(title=f"{db}: stored scores and {mode} scoring of the same outputs (means per task)")
-    from parallelbench.analysis.terminal import print_table  # noqa: PLC0415
+    from parallelbench.analysis.terminal import dropped_line, fit_columns, print_line, print_table  # noqa: PLC0415
     from parallelbench.scoring.errors import error_of_meta  # noqa: PLC0415
 
     failed = any(error_of_meta(r.get("meta")) for r in result.rows)
-    for name, justify in (("task", "left"), ("rows", "right"), ("stored", "right"), (mode, "right"), ("changed", "right"),
-                          *((("scorer errors", "right"),) if failed else ())):
-        table.add_column(name, justify=justify, no_wrap=name != "task")
+    cells: dict[str, dict[str, str]] = {}
     for task in sorted(by_task):
         group = by_task[task]
-        stored = [r["stored"] for r in group if r["stored"] is not None]
-        changed = sum(r["stored"] is not None and r["stored"] != r["score"] for r in group)
+        stored = [r["stored"] for r in group if r["stored"] is not None and not r.get("stored_error")]
         scored = [r["score"] for r in group if not error_of_meta(r.get("meta"))]
-        table.add_row(escape(display_name(task)), str(len(group)),
-                      f"{sum(stored) / len(stored):.3f}" if stored else "-",
-                      f"{sum(scored) / len(scored):.3f}" if scored else "scorer error", str(changed),
-                      *((str(len(group) - len(scored)),) if failed else ()))
+        cells[task] = {
+            "rows": str(len(group)), "stored": f"{sum(stored) / len(stored):.3f}" if stored else "-",
+            mode: f"{sum(scored) / len(scored):.3f}" if scored else "scorer error",
+            "changed": str(sum(r["stored"] is not None and r["stored"] != r["score"] for r in group)),
+            "scorer errors": str(len(group) - len(scored)),
+        }
+
+    def build(optional) -> Table:
+        table = Table(title=f"{db}: stored scores and {mode} scoring of the same outputs (means per task)")
+        columns = ["rows", "stored", mode, *optional]
+        table.add_column("task", no_wrap=False)
+        for name in columns:
+            table.add_column(name, justify="right", no_wrap=True)
+        for task, row in cells.items():
+            table.add_row(escape(display_name(task)), *(row[name] for name in columns))
+        return table
+
+    # a narrow terminal loses the right-hand counts (named in a line), never a cut number
+    table, dropped = fit_columns(console, build, ["changed", *(["scorer errors"] if failed else [])])
     print_table(console, table)
+    if dropped:
+        print_line(console, dropped_line(dropped, "score --db"), "yellow")
     _print_scorer_errors(console, result.rows)
     if result.missing:
         tasks_missing = sorted({t for t, _ in result.missing})
         console.print(
             f"{len(result.missing)} stored row(s) of {len(tasks_missing)} task(s) ({', '.join(tasks_missing[:3])}"
             f"{' ...' if len(tasks_missing) > 3 else ''}) were not rescored: their samples are not the registered ones; "
-            "pass --tasks with the task files they came from",
+            "pass --tasks with the task files they came from (or module:NAME for tasks of your own)",
             highlight=False, soft_wrap=True,
         )
     if per_sample is not None:

@@ -81,9 +81,11 @@ def rescore_rows(
     """Score every row's stored `output` again in `mode`.
 
     Each result row: model, config, task, sample_id, seed, ``stored`` (the score in the
-    database), ``score``, ``components`` and ``meta`` (now; ``meta["error"]`` when the scorer failed).
+    database), ``stored_error`` (the scorer error recorded with it, else None), ``score``, ``components``
+    and ``meta`` (now; ``meta["error"]`` when the scorer failed).
     """
     from parallelbench.scoring.batch import score_many  # noqa: PLC0415
+    from parallelbench.scoring.errors import error_of_versions  # noqa: PLC0415
 
     check_mode(mode)
     found, missing = find_samples(rows, given)
@@ -97,6 +99,7 @@ def rescore_rows(
             "model": row.get("model"), "config": row.get("config"), "task": row["task"],
             "sample_id": row["sample_id"], "seed": row.get("seed"),
             "stored": None if stored is None else float(stored),
+            "stored_error": error_of_versions(row.get("versions")),  # the stored score is no score
             "score": float(result.score), "components": dict(result.components), "meta": dict(result.meta),
         })
     return out

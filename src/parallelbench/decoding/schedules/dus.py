@@ -49,6 +49,11 @@ class DilatedUnmasking(Strategy):
     description = "DUS: a fixed coarse-to-fine plan, about log2(block) groups of spread-out positions per block"
     Options = DusOptions
     focus = "candidates"
+    commits_in_candidates = True
+
+    def max_commits_per_row(self) -> int | None:
+        size = self.options.block_length
+        return max(len(group) for group in dus_plan(size)) if size else None
 
     def _level_of(self, view: StepView) -> tuple[torch.Tensor, int]:
         """[G] group of each position and the number of groups, built once per shape."""

@@ -67,22 +67,21 @@ def split_schedule(block_length: int, steps: int) -> list[int]:
 
 def edit_token_ids(options: IndelThresholdOptions, model: Any) -> tuple[int, int]:
     """(DELETE, SPLIT) ids for `model`: the options', else the model's; one ValueError line if unusable."""
-    name = type(model).__name__
-    found = {}
+    found = {}  # the caller's line names the model spec; its class name would mean nothing to a user
     for role, given, attr in (("delete", options.delete_token, "delete_token_id"),
                               ("split", options.split_token, "split_token_id")):
         value, where = (given, f"option {role}_token") if given is not None else (
-            getattr(model, attr, None), f"{name}'s {attr}")
+            getattr(model, attr, None), f"the model's {attr}")
         if value is None:
             raise ValueError(
-                f"strategy 'indel-threshold' needs DELETE and SPLIT token ids, and {name} has no {attr} (LLaDA 2.2 "
+                f"strategy 'indel-threshold' needs DELETE and SPLIT token ids, and the model has no {attr} (LLaDA 2.2 "
                 f"checkpoints state delete_token_id / split_token_id in config.json): give delete_token=ID split_token=ID")
         vocab = int(getattr(model, "vocab_size", 0) or 0)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < vocab:
-            raise ValueError(f"{where}={value!r} is outside the vocabulary of {name} (ids 0..{vocab - 1}); "
+            raise ValueError(f"{where}={value!r} is outside the vocabulary of the model (ids 0..{vocab - 1}); "
                              f"give an id of its {role.upper()} token")
         if value == int(model.mask_id):
-            raise ValueError(f"{where}={value} is the mask id of {name}; give the id of its {role.upper()} token")
+            raise ValueError(f"{where}={value} is the model's mask id; give the id of its {role.upper()} token")
         found[role] = int(value)
     if found["delete"] == found["split"]:
         raise ValueError(f"DELETE and SPLIT are the same id {found['delete']}; give two different tokens")
@@ -166,11 +165,11 @@ class IndelThreshold(Strategy):
         orig = torch.where(fresh.unsqueeze(1), masked, st["orig"])
         post = torch.where(fresh, 0, st["post"])
 
-        logits = view.logits if view.logits.dtype == torch.float32 else view.logits.float()
-        norm = torch.logsumexp(logits, dim=-1)
-        top_val, top_idx = logits.topk(4 if logits.shape[-1] >= 4 else logits.shape[-1], dim=-1)
-        x = top_idx[..., 0]
-        p = torch.exp(top_val[..., 0] - norm)
+        logits = view.logits  # in the model's dtype: no float copy of the whole block
+        norm = _log_normaliser(logits)
+        x = logits.argmax(dim=-1)  # the first index on a tie
+        p = torch.exp(logits.gather(-1, x.unsqueeze(-1)).squeeze(-1).float() - norm)
+        top_val, top_idx = logits.topk(min(5, logits.shape[-1]), dim=-1)  # the alternatives to a banned argmax
 
         orig_masks = orig & masked
         n_orig, n_masks = orig_masks.sum(dim=1), masked.sum(dim=1)
@@ -187,7 +186,7 @@ class IndelThreshold(Strategy):
         other = _first_not_in(top_idx, top_val, (mask_id,))
         fallback = orig_masks & (x == mask_id) & ~final.unsqueeze(1)
         x = torch.where(fallback, other[0], x)
-        p = torch.where(fallback, torch.exp(other[1] - norm), p)
+        p = torch.where(fallback, torch.exp(other[1].float() - norm), p)
 
         # mask to token
         conf = torch.where(masked, p, NEG_INF)
@@ -222,7 +221,7 @@ class IndelThreshold(Strategy):
         escape = seen_before & ~final & changing.any(dim=1)
         at = torch.where(changing, p, float("inf")).argmin(dim=1)
         ar = torch.arange(b, device=device)
-        pick = logits[ar, at].clone()
+        pick = logits[ar, at].float()
         ban = torch.zeros((b, pick.shape[-1] + 1), dtype=torch.bool, device=device)
         tried = written[ar, at]
         ban.scatter_(1, torch.where(tried >= 0, tried, pick.shape[-1]), True)
@@ -248,6 +247,16 @@ class IndelThreshold(Strategy):
         shift = Shift(source=source, inserts=split.sum(dim=1), deletes=deleted.sum(dim=1))
         return Decision(commit=commit, tokens=x, confidence=p, edit=edit, remask=remask, hold=~(final | quiet),
                         shift=shift)
+
+
+def _log_normaliser(logits: torch.Tensor) -> torch.Tensor:
+    """[b, G] float32 log-sum-exp of [b, G, V] logits, in row chunks of about 256 MB of float32 when
+    the logits are in a lower precision (a block of a large vocabulary at a large batch)."""
+    flat = logits.reshape(-1, logits.shape[-1])
+    if flat.dtype == torch.float32 or flat.shape[0] == 0:
+        return torch.logsumexp(flat.float(), dim=-1).view(logits.shape[:-1])
+    rows = max(1, (1 << 26) // flat.shape[-1])
+    return torch.cat([torch.logsumexp(c.float(), dim=-1) for c in flat.split(rows)]).view(logits.shape[:-1])
 
 
 def _first_not_in(idx: torch.Tensor, val: torch.Tensor, banned: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:

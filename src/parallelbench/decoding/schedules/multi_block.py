@@ -133,6 +133,10 @@ class MultiBlock(Strategy):
         if uses_delayed_cache(model):
             progress_info = BlockProgress(step=state["mb_calls"], prompt_length=prompt_length, block_length=size,
                                           finished=in_flight & (counts == 0))
+            plan = getattr(model, "delayed_cache_plan", None)
+            values = plan(seen, rows, progress_info) if plan is not None else None
+            if values is not None:  # the cache's first column, read here so that its forward reads nothing
+                model.set_host_plan(b, values.tolist())
             logits = model.forward(seen, attention_mask=attention_mask, rows=rows, block_progress=progress_info)
         else:
             logits = model.forward(seen, attention_mask=attention_mask, rows=rows)

@@ -27,7 +27,8 @@ def load(arg: str, **options: Any):
     """Load `hf:<arg>`; every user error is one `HFModelError` line (a `ModelSpecError`)."""
     from parallelbench.models.hf.checkpoint import resolve
     from parallelbench.models.hf.detect import FAMILIES, FAMILY_NAMES, detect_family, estimate_parameters, native_family
-    from parallelbench.models.hf.options import DELAYED_CACHE_FAMILIES, parse_options, resolve_device, resolve_dtype
+    from parallelbench.models.hf.options import (DELAYED_CACHE_FAMILIES, compile_refused, parse_options,
+                                                 resolve_device, resolve_dtype)
 
     opts = parse_options(options)
     try:
@@ -35,6 +36,9 @@ def load(arg: str, **options: Any):
     except ImportError:
         raise HFModelError("hf: models need transformers: pip install 'transformers>=4.46' accelerate") from None
     ckpt = resolve(arg, opts.revision)
+    if opts.family is not None and opts.family not in FAMILIES:  # the user's word, not the detection, is wrong
+        raise HFModelError(f"'hf:{arg}': model option family={opts.family!r} is not a family; use one of "
+                           f"{', '.join(FAMILIES)}")
     family = opts.family or ("causal" if ckpt.gguf_file else detect_family(ckpt.config))
     if family not in FAMILIES:
         kind = ckpt.config.get("model_type") or ckpt.config.get("architectures")
@@ -42,10 +46,12 @@ def load(arg: str, **options: Any):
             f"cannot tell which adapter 'hf:{arg}' needs (model_type {kind!r}); "
             f"pass --model-opt family=<{'|'.join(FAMILIES)}>"
         )
+    if opts.compile and family not in ("llada", "lladamoe", "dream", "sdar", "llada2"):
+        raise compile_refused(f"hf:{arg}", f"a {FAMILY_NAMES[family]} model")
     if opts.cache == "delayed" and family not in DELAYED_CACHE_FAMILIES:
         raise HFModelError(
             f"'hf:{arg}': cache=delayed (d3LLM's delayed prefix cache, for --strategy multi-block) exists for the "
-            f"native LLaDA and Dream families only, and this is a {FAMILY_NAMES.get(family, family)} checkpoint; "
+            f"native LLaDA, LLaDA-MoE and Dream families only, and this is a {FAMILY_NAMES.get(family, family)} checkpoint; "
             "use cache=none" + (" or cache=block" if family in ("sdar", "llada2") else "")
         )
     if opts.medusa and family != "causal":
@@ -69,10 +75,15 @@ def load(arg: str, **options: Any):
 
         read_record(opts.adapter)  # a missing or foreign folder fails before the weights load
     module = importlib.import_module(f"parallelbench.models.hf.{family}")
+    from parallelbench.models.hf.loading import library_warnings_held
+
     try:
-        model = module.build(ckpt, opts, device=device, dtype=resolve_dtype(opts.dtype, device), name=f"hf:{arg}")
+        with library_warnings_held():  # a failed load prints its one error line, not the library's warnings first
+            model = module.build(ckpt, opts, device=device, dtype=resolve_dtype(opts.dtype, device), name=f"hf:{arg}")
     except ValueError as exc:  # adapter-level option errors, e.g. an unsupported cache mode
-        raise HFModelError(about(f"'hf:{arg}'", str(exc))) from None
+        # a message naming the resolved folder ('hf:/abs/dir') names the model as the user spelled it
+        message = str(exc).replace(f"'hf:{ckpt.label}'", f"'hf:{arg}'")
+        raise HFModelError(about(f"'hf:{arg}'", message)) from None
     if opts.adapter:
         from parallelbench.models.hf.adapter import apply_adapter
 

@@ -28,7 +28,7 @@ from parallelbench.models.hf.hub import short
 CONFIG_FIELDS = ("model_type", "d_model", "hidden_size", "n_layers", "num_hidden_layers", "n_heads",
                  "num_attention_heads", "n_kv_heads", "num_key_value_heads", "head_dim", "mlp_hidden_size",
                  "intermediate_size", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
-                 "num_shared_experts", "vocab_size", "embedding_size", "mask_token_id", "block_size", "rope_theta",
+                 "expert_intermediate_size", "shared_expert_intermediate_size", "num_shared_experts", "vocab_size", "embedding_size", "mask_token_id", "block_size", "rope_theta",
                  "max_sequence_length", "max_position_embeddings", "torch_dtype")
 # what a native load reads; never the checkpoint's .py files
 NATIVE_FILES = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken"]

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-FAMILIES = ("llada", "dream", "sdar", "llada2", "diffusion_gemma", "masked_lm", "causal")
+FAMILIES = ("llada", "lladamoe", "dream", "sdar", "llada2", "diffusion_gemma", "masked_lm", "causal")
 REMOTE_CODE_FAMILIES = ("llada", "dream")  # adapters over a checkpoint's own modeling code
-FAMILY_NAMES = {"llada": "LLaDA", "dream": "Dream / DiffuCoder", "sdar": "SDAR / TraDo", "llada2": "LLaDA 2.x (MoE)",
+FAMILY_NAMES = {"llada": "LLaDA", "lladamoe": "LLaDA-MoE", "dream": "Dream / DiffuCoder", "sdar": "SDAR / TraDo", "llada2": "LLaDA 2.x (MoE)",
                 "diffusion_gemma": "DiffusionGemma", "masked_lm": "masked LM (BERT-style)", "causal": "causal LM"}
-NATIVE_MODEL_TYPES = {"llada": "llada", "dream": "dream", "sdar": "sdar", "llada2_moe": "llada2"}  # lower-cased
+NATIVE_MODEL_TYPES = {"llada": "llada", "lladamoe": "lladamoe", "dream": "dream", "sdar": "sdar",
+                      "llada2_moe": "llada2"}  # lower-cased
 
 _BY_MODEL_TYPE = {"diffusion_gemma": "diffusion_gemma"}
 _BY_NAME_PART = (("diffusiongemma", "diffusion_gemma"),)  # a transformers class: no remote code involved
@@ -28,11 +29,14 @@ _OLMO_FIELDS = ("d_model", "n_heads", "n_layers")  # LLaDA's OLMo-style config (
 def native_family(config: dict[str, Any]) -> str | None:
     """The family with a native implementation the checkpoint belongs to, or None
     (`parallelbench.models.native` uses this same rule as its `family_of`): model_type "llada"
-    (any case) or an OLMo-style LLaDA config without a model_type -> 'llada'; "Dream" (Dream 7B,
+    (any case) or an OLMo-style LLaDA config without a model_type -> 'llada'; "lladamoe", or "llada"
+    with LLaDA-MoE's expert fields (the published LLaDA-MoE configs keep "llada") -> 'lladamoe'; "Dream" (Dream 7B,
     DiffuCoder) -> 'dream'; "sdar" (SDAR, and TraDo, which keeps SDAR's config) -> 'sdar';
     "llada2_moe" (LLaDA 2.0 / 2.1 mini and flash) -> 'llada2'. Read from the JSON alone, so it
     works without that package."""
     model_type = str(config.get("model_type") or "").lower()
+    if model_type == "llada" and "expert_intermediate_size" in config and "d_model" not in config:
+        return "lladamoe"
     if model_type in NATIVE_MODEL_TYPES:
         return NATIVE_MODEL_TYPES[model_type]
     if not model_type and all(isinstance(config.get(k), int) for k in _OLMO_FIELDS) and "mask_token_id" in config:
@@ -87,8 +91,8 @@ def estimate_parameters(config: dict[str, Any]) -> float:
     ffn = _first(cfg, "intermediate_size", "mlp_hidden_size", "ffn_dim") or 4 * hidden
     vocab = _first(cfg, "vocab_size", "embedding_size") or 0
     experts = _first(cfg, "num_experts", "num_local_experts") or 1
-    if experts > 1:  # each expert is moe_intermediate_size wide where the config says so (LLaDA 2)
-        ffn = _first(cfg, "moe_intermediate_size") or ffn
+    if experts > 1:  # each expert is moe_intermediate_size wide where the config says so (LLaDA 2, LLaDA-MoE)
+        ffn = _first(cfg, "moe_intermediate_size", "expert_intermediate_size") or ffn
     per_layer = 4 * hidden * hidden + 3 * hidden * ffn * max(1, experts)
     return float(layers * per_layer + 2 * vocab * hidden)
 

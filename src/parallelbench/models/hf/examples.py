@@ -13,6 +13,8 @@ template), and for SDAR and LLaDA 2 the `generation_config.json` that names the 
 - `sdar`: SDAR / TraDo block diffusion (Qwen3-style, q/k norms), blocks of 4, mask `<|MASK|>`.
 - `llada2`: LLaDA 2.x block diffusion with a mixture of experts (8 experts, 3 per token, one
   shared), mask `<|mask|>` from the tokenizer only.
+- `lladamoe`: LLaDA-MoE (OLMoE-style names, a dense first layer then 8 experts, 2 per token, one
+  shared, an expert bias, q/k norms, RoPE on half of each head), mask `<|mask|>`.
 - `masked_lm`: a BERT `BertForMaskedLM` with a WordPiece tokenizer (transformers writes it),
   512 positions.
 
@@ -27,7 +29,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-FAMILIES = ("llada", "dream", "sdar", "llada2", "masked_lm")
+FAMILIES = ("llada", "dream", "sdar", "llada2", "lladamoe", "masked_lm")
 WORDS = ("user assistant system You are managing a waiting line . Copy the list : Susan Fox Philip Gray "
          "Anna Lee [ ] \" , the answer is A B C D 1 2 3 4 Who goes next ? Alice Bob").split()
 MASKED_LM_WORDS = (
@@ -44,6 +46,8 @@ TOKENS: dict[str, dict[str, Any]] = {
              "mask": "<|MASK|>", "eos": "<|im_end|>", "eot": "<|im_end|>"},
     "llada2": {"specials": ["<|endoftext|>", "<role>", "</role>", "<unk>", "<|mask|>"],
                "mask": "<|mask|>", "eos": "<|endoftext|>", "eot": "<|endoftext|>"},
+    "lladamoe": {"specials": ["<|endoftext|>", "<role>", "</role>", "<unk>", "<|mask|>"],
+                 "mask": "<|mask|>", "eos": "<|endoftext|>", "eot": "<|endoftext|>"},
 }
 TEMPLATES = {
     "plain": ("{% for m in messages %}<|start|> {{ m['role'] }} {{ m['content'] }} EOT {% endfor %}"
@@ -63,6 +67,8 @@ def vocabulary(family: str) -> dict[str, int]:
 def _template(family: str) -> str:
     if family in ("sdar", "llada2"):
         return TEMPLATES[family]
+    if family == "lladamoe":  # LLaDA 2's tokenizer and role tags
+        return TEMPLATES["llada2"]
     return TEMPLATES["plain"].replace("EOT", TOKENS[family]["eot"])
 
 
@@ -155,8 +161,24 @@ def config(family: str, **over: Any) -> dict[str, Any]:
             "use_cache": False, "use_qk_norm": True, "use_qkv_bias": False, "use_rmsnorm": True,
             "use_sliding_window": False, "vocab_size": n,
         }
+    elif family == "lladamoe":
+        cfg = {
+            "architectures": ["LLaDAMoEModelLM"], "attention_bias": False, "attention_dropout": 0.0,
+            "auto_map": {"AutoConfig": "configuration_lladamoe.LLaDAMoEConfig",
+                         "AutoModel": "modeling_lladamoe.LLaDAMoEModelLM"},
+            "clip_qkv": None, "dense_intermediate_size": 48, "eos_token_id": vocab["<|endoftext|>"],
+            "expert_intermediate_size": 16, "hidden_act": "silu", "hidden_size": 32, "initializer_range": 0.02,
+            "mask_token_id": mask, "max_position_embeddings": 4096, "model_type": "lladamoe",
+            "moe_layer_freq": [0, 1], "moe_router_enable_expert_bias": True, "moe_router_score_function": "softmax",
+            "norm_topk_prob": True, "num_attention_heads": 4, "num_experts": 8, "num_experts_per_tok": 2,
+            "num_hidden_layers": 2, "num_key_value_heads": 2, "output_router_logits": False,
+            "pad_token_id": vocab["<|endoftext|>"], "partial_rotary_factor": 0.5, "qk_layernorm": True,
+            "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 50000.0, "routed_scaling_factor": 1,
+            "router_aux_loss_coef": 0.01, "shared_expert_intermediate_size": 24, "tie_word_embeddings": False,
+            "torch_dtype": "bfloat16", "use_cache": False, "vocab_size": n,
+        }
     else:
-        raise ValueError(f"no example config for family {family!r}; valid: {', '.join(FAMILIES[:4])}")
+        raise ValueError(f"no example config for family {family!r}; valid: {', '.join(FAMILIES[:5])}")
     cfg.update(over)
     return cfg
 
@@ -188,6 +210,8 @@ def published_shapes(family: str, cfg: dict[str, Any]) -> dict[str, tuple[int, .
         if not cfg.get("weight_tying"):
             out[p + "ff_out.weight"] = (rows, d)
         return out
+    if family == "lladamoe":
+        return _lladamoe_shapes(cfg)
     d, vocab, ffn = cfg["hidden_size"], cfg["vocab_size"], cfg["intermediate_size"]
     heads, kvh = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = cfg.get("head_dim") or d // heads
@@ -236,6 +260,40 @@ def published_shapes(family: str, cfg: dict[str, Any]) -> dict[str, tuple[int, .
     else:
         raise ValueError(f"no published layout for family {family!r}")
     out["model.norm.weight"] = (d,)
+    if not cfg.get("tie_word_embeddings"):
+        out["lm_head.weight"] = (vocab, d)
+    return out
+
+
+def _lladamoe_shapes(cfg: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """LLaDA-MoE's layout: per layer a dense MLP (moe_layer_freq 0) or the router (`mlp.gate`), its
+    optional `mlp.expert_bias`, per-expert MLPs and a shared expert beside `mlp` (moe_layer_freq 1)."""
+    d, vocab = cfg["hidden_size"], cfg["vocab_size"]
+    heads, kvh = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = d // heads
+    out: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (vocab, d), "model.norm.weight": (d,)}
+    for i, moe in enumerate(cfg["moe_layer_freq"]):
+        b = f"model.layers.{i}."
+        dense = _llama_layer(b, d, heads * hd, kvh * hd, cfg["dense_intermediate_size"])
+        out.update({k: v for k, v in dense.items() if moe == 0 or ".mlp." not in k})
+        if cfg.get("attention_bias"):
+            out.update({b + "self_attn.q_proj.bias": (heads * hd,), b + "self_attn.k_proj.bias": (kvh * hd,),
+                        b + "self_attn.v_proj.bias": (kvh * hd,), b + "self_attn.o_proj.bias": (d,)})
+        if cfg.get("qk_layernorm"):
+            out.update({b + "self_attn.q_norm.weight": (hd,), b + "self_attn.k_norm.weight": (hd,)})
+        if moe == 0:
+            continue
+        f, experts = cfg["expert_intermediate_size"], cfg["num_experts"]
+        out[b + "mlp.gate.weight"] = (experts, d)
+        if cfg.get("moe_router_enable_expert_bias"):
+            out[b + "mlp.expert_bias"] = (experts,)
+        for j in range(experts):
+            e = f"{b}mlp.experts.{j}."
+            out.update({e + "gate_proj.weight": (f, d), e + "up_proj.weight": (f, d), e + "down_proj.weight": (d, f)})
+        shared = cfg.get("shared_expert_intermediate_size")
+        if shared:
+            out.update({b + "shared_expert.gate_proj.weight": (shared, d), b + "shared_expert.up_proj.weight": (shared, d),
+                        b + "shared_expert.down_proj.weight": (d, shared)})
     if not cfg.get("tie_word_embeddings"):
         out["lm_head.weight"] = (vocab, d)
     return out

@@ -21,7 +21,8 @@ def load_tokenizer(ckpt: Checkpoint, *, trust_remote_code: bool, revision: str |
     if revision:
         kwargs["revision"] = revision
     try:
-        return AutoTokenizer.from_pretrained(ckpt.source, **kwargs)
+        with library_warnings_held():
+            return AutoTokenizer.from_pretrained(ckpt.source, **kwargs)
     except Exception as exc:  # noqa: BLE001
         raise HFModelError(f"cannot load the tokenizer of 'hf:{ckpt.label}' ({_short(exc)})") from None
 
@@ -37,7 +38,8 @@ def load_weights(
     if revision:
         kwargs["revision"] = revision
     try:
-        with progress_bars(sys.stderr.isatty()):  # a log gets no "Loading weights" bar glued to its next line
+        # a log gets no "Loading weights" bar glued to its next line
+        with progress_bars(sys.stderr.isatty()), library_warnings_held():
             model = auto_class.from_pretrained(ckpt.source, **kwargs)
     except Exception as exc:  # noqa: BLE001
         hint = "" if trust_remote_code else "; if the checkpoint ships its own code add --model-opt trust_remote_code=true"
@@ -60,9 +62,42 @@ def progress_bars(enabled: bool) -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def _short(exc: Exception) -> str:
+@contextmanager
+def library_warnings_held() -> Iterator[None]:
+    """transformers' log lines of a block, printed after it only if it succeeds.
+
+    A failed load ends in one error line; the library's own warnings about it (e.g. "You are using a
+    model of type llada to instantiate a model of type ...") would only bury that line.
+    """
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
+    library = hf_logging.get_logger()
+    held: list[logging.LogRecord] = []
+
+    class _Hold(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            held.append(record)
+
+    saved = library.handlers[:], library.propagate
+    library.handlers, library.propagate = [_Hold()], False
+    try:
+        yield
+    finally:
+        library.handlers, library.propagate = saved
+    for record in held:  # reached only when the block succeeded
+        library.handle(record)
+
+
+def _short(exc: Exception, limit: int = 200) -> str:
+    """`Type: message` on one line; a long message ends at a sentence or word, never mid-word."""
     text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text[:200]}"
+    if len(text) > limit:
+        head = text[: limit + 1]
+        sentence = head.rfind(". ")
+        text = head[: sentence + 1] if sentence >= limit // 2 else head.rsplit(" ", 1)[0] + " ..."
+    return f"{type(exc).__name__}: {text}"
 
 
 def build_remote_dllm(ckpt: Checkpoint, opts: Any, *, net_class: type, default_mask_id: int,
@@ -73,6 +108,10 @@ def build_remote_dllm(ckpt: Checkpoint, opts: Any, *, net_class: type, default_m
     from parallelbench.models.hf.text_model import HFDiffusionTextModel
     from parallelbench.models.hf.tokenizer import HFChatTokenizer, mask_id_of, stop_ids_of
 
+    if opts.compile:
+        from parallelbench.models.hf.options import compile_refused
+
+        raise compile_refused(name, "a checkpoint run through its own code (trust_remote_code=true)")
     trust = opts.trust_remote_code is True  # resolved by the package's remote-code policy
     tokenizer = load_tokenizer(ckpt, trust_remote_code=trust, revision=opts.revision)
     model = load_weights(ckpt, AutoModel, device=device, dtype=dtype, trust_remote_code=trust, revision=opts.revision)

@@ -128,9 +128,6 @@ def build_native(ckpt: Checkpoint, opts: Any, *, device: str, dtype: Any, name: 
         tokenizer = load_tokenizer(folder)
         check_mask_token(tokenizer, mask_id, folder)
         block_causal = family in BLOCK_CAUSAL_FAMILIES
-        if block_causal and opts.compile:
-            raise HFModelError(f"'{name}': model option compile=true covers LLaDA and Dream only; "
-                               f"drop it for this {family} checkpoint")
         module, config = load_native(folder, device=device, dtype=dtype)
     except NativeCheckpointError as exc:
         raise HFModelError(f"'{name}': {exc}") from None
@@ -144,7 +141,7 @@ def build_native(ckpt: Checkpoint, opts: Any, *, device: str, dtype: Any, name: 
     if block_causal:
         from parallelbench.models.native.block_net import BlockCausalNet
 
-        net = BlockCausalNet(module, **common, **edit_token_ids(config))
+        net = BlockCausalNet(module, compile=bool(opts.compile), **common, **edit_token_ids(config))
     else:
         from parallelbench.models.native.net import NativeDiffusionNet
 

@@ -137,8 +137,16 @@ class HFDiffusionNet:
         if self.logit_shift:
             logits = shift_logits(logits, self.logit_shift)
         if self.merge_ids:
-            logits = merge_stop_logits(logits, self.eos_id, self.merge_ids)
+            logits = merge_stop_logits(logits, self.eos_id, self.merge_ids, self.merge_index(logits.device))
         return logits
+
+    def merge_index(self, device: torch.device) -> torch.Tensor:
+        """[eos_id, *merge_ids] on `device`, built once (a host-to-device copy per call would make
+        the GPU wait for the host)."""
+        cached = self.__dict__.get("_merge_index")
+        if cached is None or cached.device != device:
+            cached = self.__dict__["_merge_index"] = torch.tensor([self.eos_id, *self.merge_ids], device=device)
+        return cached
 
 
 def shift_logits(logits: torch.Tensor, shift: int = 1) -> torch.Tensor:
@@ -146,9 +154,12 @@ def shift_logits(logits: torch.Tensor, shift: int = 1) -> torch.Tensor:
     return torch.cat([logits[:, :shift].expand(-1, shift, -1), logits[:, :-shift]], dim=1)
 
 
-def merge_stop_logits(logits: torch.Tensor, eos_id: int, others: Sequence[int]) -> torch.Tensor:
-    """Move the probability of every id in `others` onto `eos_id` (same softmax mass, one end token)."""
-    ids = torch.tensor([eos_id, *others], device=logits.device)
+def merge_stop_logits(logits: torch.Tensor, eos_id: int, others: Sequence[int],
+                      ids: torch.Tensor | None = None) -> torch.Tensor:
+    """Move the probability of every id in `others` onto `eos_id` (same softmax mass, one end token).
+    `ids`: [eos_id, *others] already on the logits' device (a host-to-device copy per call waits for the GPU)."""
+    if ids is None:
+        ids = torch.tensor([eos_id, *others], device=logits.device)
     merged = torch.logsumexp(logits.index_select(-1, ids).float(), dim=-1).to(logits.dtype)
     out = logits.clone()
     out[..., eos_id] = merged

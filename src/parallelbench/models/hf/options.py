@@ -13,7 +13,7 @@ from typing import Any
 from parallelbench.models.hf.errors import HFModelError
 
 CACHE_MODES = ("none", "prefix", "dual", "block", "delayed")
-DELAYED_CACHE_FAMILIES = ("llada", "dream")  # the native nets with d3LLM's delayed prefix cache
+DELAYED_CACHE_FAMILIES = ("llada", "lladamoe", "dream")  # the native nets with d3LLM's delayed prefix cache
 
 
 @dataclass
@@ -29,7 +29,7 @@ class HFOptions:
     self_conditioning: bool = True  # DiffusionGemma: feed the previous step's logits back
     max_cpu_params: float = 3e9  # above this many parameters a CPU load needs device=cpu or force=true
     medusa: str | None = None  # causal LMs: a Medusa heads folder; decode with --strategy medusa / medusa-verified
-    compile: bool = False  # native LLaDA / Dream: torch.compile the per-layer parts (GPU; first steps compile)
+    compile: bool = False  # native families: torch.compile each whole forward, CUDA graphs on a GPU (first calls compile)
     adapter: str | None = None  # dLLMs: a LoRA folder written by `parallelbench finetune` for this base
     # dLLMs: end-of-turn ids (<|eot_id|>, <|im_end|>) merged into EOS (one end token); false keeps the
     # checkpoint's own logits, as the families' reference generate() sees them
@@ -54,6 +54,15 @@ class HFOptions:
             raise HFModelError(f"model option batch_size={self.batch_size} is invalid: use an integer >= 1")
         if self.dtype is not None and self.dtype not in ("bfloat16", "float16", "float32", "bf16", "fp16", "fp32"):
             raise HFModelError(f"model option dtype={self.dtype!r} is invalid: use bfloat16, float16 or float32")
+
+
+COMPILE_FAMILIES = "LLaDA, LLaDA-MoE, Dream / DiffuCoder, SDAR / TraDo and LLaDA 2.x, through the native implementation"
+
+
+def compile_refused(name: str, what: str) -> HFModelError:
+    """compile=true for a model without a compile path: one line naming those that have one."""
+    return HFModelError(f"'{name}': model option compile=true has a compile path only for {COMPILE_FAMILIES}; "
+                        f"this is {what}: drop compile=true")
 
 
 def _coerce(name: str, kind: type, value: Any) -> Any:

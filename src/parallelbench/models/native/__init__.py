@@ -3,8 +3,8 @@
     module, config = load_native("/path/to/LLaDA-8B-Instruct", device="cuda", dtype="bfloat16")
     logits = module(ids, attention_mask=mask)        # raw logits [B, L, V] (Dream: not yet shifted)
 
-`family_of(config)` says which implementation a config.json belongs to ("llada", "dream",
-"sdar" for SDAR / TraDo, "llada2" for LLaDA 2.x MoE, or None). Only config.json, the
+`family_of(config)` says which implementation a config.json belongs to ("llada", "lladamoe" for
+LLaDA-MoE, "dream", "sdar" for SDAR / TraDo, "llada2" for LLaDA 2.x MoE, or None). Only config.json, the
 safetensors files and (for a mask id the config does not state) the tokenizer's JSON files are
 read; no `.py` file of the checkpoint is imported or executed. Every checkpoint problem is one
 `NativeCheckpointError` line. Block-diffusion families' modules carry `block_causal = True`,
@@ -23,13 +23,14 @@ from parallelbench.models.native.errors import NativeCheckpointError
 
 __all__ = ["BLOCK_CAUSAL_FAMILIES", "FAMILIES", "NativeCheckpointError", "family_of", "family_module", "load_native"]
 
-FAMILIES = ("llada", "dream", "sdar", "llada2")
+FAMILIES = ("llada", "lladamoe", "dream", "sdar", "llada2")
 BLOCK_CAUSAL_FAMILIES = ("sdar", "llada2")
 
 
 def family_module(family: str) -> Any:
     """The module describing one family: `spec_from_config`, `published_name`, `MASK_ID`, `SHIFT`
-    (block-diffusion families also `block_size`, `default_block_length`, `optional`)."""
+    (block-diffusion families also `block_size`, `default_block_length`, `optional`; a family whose
+    layers differ from the shared ones, `build_module(spec)`)."""
     return importlib.import_module(f"parallelbench.models.native.{family}")
 
 
@@ -126,10 +127,11 @@ def build_random(family: str, config: dict[str, Any], *, device: str = "cpu", dt
 
     from parallelbench.models.native.layers import DiffusionTransformer
 
-    spec = family_module(family).spec_from_config(config, "config")
+    fam = family_module(family)
+    spec = fam.spec_from_config(config, "config")
     torch.manual_seed(seed)
     with torch.device(device):
-        module = DiffusionTransformer(spec)
+        module = getattr(fam, "build_module", DiffusionTransformer)(spec)
     module.to(dtype=_torch_dtype(dtype, device))
     for name, p in module.named_parameters():
         if "norm" in name:
@@ -172,14 +174,15 @@ def load_native(path: str | Path, device: str = "cpu", dtype: Any = None) -> tup
     if family is None:
         raise NativeCheckpointError(
             f"{folder / 'config.json'}: model_type {config.get('model_type')!r} has no native implementation "
-            "(native: 'llada' for LLaDA / LLaDA 1.5, 'Dream' for Dream / DiffuCoder, 'sdar' for SDAR / TraDo, "
+            "(native: 'llada' for LLaDA / LLaDA 1.5, 'lladamoe' for LLaDA-MoE, 'Dream' for Dream / DiffuCoder, "
+            "'sdar' for SDAR / TraDo, "
             "'llada2_moe' for LLaDA 2.x); check that this is a checkpoint of one of these families")
     fam = family_module(family)
     spec = fam.spec_from_config(config, folder / "config.json")
     mask_id = mask_id_of(config, family, folder / "config.json", folder)
     torch_dtype = _torch_dtype(dtype, str(device))
     with torch.device("meta"):
-        module = DiffusionTransformer(spec)
+        module = getattr(fam, "build_module", DiffusionTransformer)(spec)
     params = dict(module.named_parameters())
     sources = {n: fam.published_name(n, tuple(p.shape)) for n, p in params.items()}
     optional = getattr(fam, "optional", lambda name: False)

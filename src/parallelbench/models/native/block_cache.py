@@ -4,6 +4,11 @@ Under block-causal attention the keys/values of a finished block depend only on 
 the blocks before it, so once stored they are exactly what a full recomputation would give.
 `decode()` owns the layout (which columns are stored, which rows still decode); this buffer only
 reads the prefix [0, start) of the rows it is asked for and writes the columns it is told to store.
+
+Nothing here reads a device value on the host: which rows and columns a call touches comes from
+the caller's host integers (`start`, the window width, the number of rows), the rest is indexing
+on the device, so a cached step can be replayed as a CUDA graph. The buffers have a fixed shape
+per (batch, length) and the net hands the same ones out again for the next decode of that shape.
 """
 
 from __future__ import annotations
@@ -33,49 +38,36 @@ class BlockKV:
     def length(self) -> int:
         return self.keys[0].shape[2] if self.keys else 0
 
-    def plan(self, rows: torch.Tensor, start: int, width: int, store: torch.Tensor | None) -> "WindowPlan":
-        """What one cached call reads and writes, worked out once for all layers (one host sync)."""
+    def zero_(self) -> "BlockKV":
+        for t in (*self.keys, *self.values):
+            t.zero_()
+        return self
+
+    def check_window(self, rows: torch.Tensor, start: int, width: int) -> None:
+        """Host-side checks of a cached call (shapes only: no device value is read)."""
         if start + width > self.length:
             raise ValueError(f"window [{start}, {start + width}) runs past the cache length {self.length}")
-        everyone = rows.numel() == self.batch and bool((rows == torch.arange(self.batch, device=rows.device)).all())
-        if store is None or not bool(store.any()):
-            return WindowPlan(rows, start, everyone, None, None)
-        if everyone and bool(store.all()):
-            return WindowPlan(rows, start, everyone, "all", None)
-        r, j = store.nonzero(as_tuple=True)
-        return WindowPlan(rows, start, everyone, "some", (r, j, rows[r], j + start))
-
-    def with_prefix(self, layer: int, plan: "WindowPlan", k: torch.Tensor,
-                    v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Stored keys/values of columns [0, start) of the plan's rows, then the window's own `k`, `v`."""
-        start = plan.start
-        if start == 0:
-            return k, v
-        if plan.everyone:
-            old_k, old_v = self.keys[layer][:, :, :start], self.values[layer][:, :, :start]
-        else:
-            old_k, old_v = self.keys[layer][plan.rows, :, :start], self.values[layer][plan.rows, :, :start]
-        return torch.cat([old_k, k.to(old_k.dtype)], dim=2), torch.cat([old_v, v.to(old_v.dtype)], dim=2)
-
-    def store(self, layer: int, plan: "WindowPlan", k: torch.Tensor, v: torch.Tensor) -> None:
-        """Write the window's keys/values [b, H, W, D] where the plan says (per layer)."""
-        if plan.mode is None:
-            return
-        if plan.mode == "all":
-            width = k.shape[2]
-            self.keys[layer][:, :, plan.start:plan.start + width] = k
-            self.values[layer][:, :, plan.start:plan.start + width] = v
-            return
-        r, j, dest_rows, cols = plan.index
-        # advanced indices on dims 0 and 2 around a slice: the indexed values are [n, H, D]
-        self.keys[layer][dest_rows, :, cols] = k[r, :, j]
-        self.values[layer][dest_rows, :, cols] = v[r, :, j]
+        if rows.shape[0] > self.batch:
+            raise ValueError(f"{rows.shape[0]} rows given for a cache of {self.batch} rows")
 
 
-@dataclass
-class WindowPlan:
-    rows: torch.Tensor  # [b] kv rows of the window's rows
-    start: int  # first canvas column of the window
-    everyone: bool  # rows is 0..batch-1: slices instead of gathers
-    mode: str | None  # None: store nothing; "all": every position; "some": `index`
-    index: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None  # (r, j, kv row, column)
+def prefix_and_window(buf: torch.Tensor, rows: torch.Tensor | None, start: int, fresh: torch.Tensor) -> torch.Tensor:
+    """Stored columns [0, start) of `rows` (None: every row, in order) followed by the window's `fresh` [b, H, W, D]."""
+    if start == 0:
+        return fresh
+    old = buf.narrow(2, 0, start)
+    if rows is not None:
+        old = old.index_select(0, rows)
+    return torch.cat([old, fresh.to(old.dtype)], dim=2)
+
+
+def store_window(buf: torch.Tensor, rows: torch.Tensor | None, start: int, fresh: torch.Tensor,
+                 store: torch.Tensor) -> None:
+    """Write `fresh` [b, H, W, D] into columns [start, start + W) of `rows` where `store` [b, W] is True."""
+    width = fresh.shape[2]
+    keep = store[:, None, :, None]
+    window = buf.narrow(2, start, width)  # narrow, not a slice: its width is exactly W (no clamping to reason about)
+    if rows is None:
+        window.copy_(torch.where(keep, fresh.to(buf.dtype), window))
+    else:
+        window.index_copy_(0, rows, torch.where(keep, fresh.to(buf.dtype), window.index_select(0, rows)))

@@ -11,9 +11,12 @@ It implements the block-causal contract (`models/protocols.py`, docs/architectur
   first real token;
 - with `cache="block"`: `supports_kv_cache`, `new_kv_cache(batch, length)` and
   `forward_cached(ids, kv=, rows=, start=, position_ids=, attention_bias=, store=)`, the exact
-  KV cache of finished blocks (`block_cache.BlockKV`);
+  KV cache of finished blocks (`block_cache.BlockKV`), preallocated per (batch, length): the next
+  decode of the same shape gets the same buffers back (zeroed), so a CUDA graph replays on them;
+- `compile=true`: both forwards compiled whole (`DiffusionTransformer.enable_compile`);
 - `delete_token_id` / `split_token_id`: the DELETE and SPLIT ids of LLaDA 2.2's insert/delete editing
   (`indel-threshold`), from the config where it states them, else None.
+None of it reads a device value on the host.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ class BlockCausalNet(HFDiffusionNet):
 
     def __init__(self, model: torch.nn.Module, *, mask_id: int, eos_id: int, vocab_size: int,
                  stop_ids: Sequence[int] = (), pad_id: int | None = None, cache: str = "none", source: str = "",
-                 delete_token_id: int | None = None, split_token_id: int | None = None):
+                 compile: bool = False, delete_token_id: int | None = None, split_token_id: int | None = None):
         if cache not in CACHE_MODES:
             raise ValueError(f"cache={cache!r} is invalid for a block-diffusion model: use none or block "
                              "(block: the exact KV cache of finished blocks)")
@@ -48,16 +51,19 @@ class BlockCausalNet(HFDiffusionNet):
         self.cache_mode = cache
         self.supports_kv_cache = cache == "block"
         self.source = source
+        self.compiled = bool(compile)
+        if compile:
+            model.enable_compile()
+        self._kv: BlockKV | None = None  # the last cache handed out, reused for the same (batch, length)
         self.delete_token_id, self.split_token_id = delete_token_id, split_token_id
 
     @torch.no_grad()
     def forward(self, canvas: torch.Tensor, *, attention_mask: torch.Tensor | None = None,
                 rows: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
                 attention_bias: torch.Tensor | None = None) -> torch.Tensor:
-        if attention_mask is None:
-            attention_mask = torch.ones_like(canvas, dtype=torch.bool)
-        attention_mask = attention_mask.bool()
-        positions = default_positions(attention_mask) if position_ids is None else position_ids
+        if attention_mask is not None:
+            attention_mask = attention_mask.bool()
+        positions = default_positions(attention_mask, canvas) if position_ids is None else position_ids
         raw = self.model(canvas, attention_mask, position_ids=positions, attention_bias=attention_bias,
                          bias_as_given=True)
         return self._finish(raw)
@@ -68,7 +74,13 @@ class BlockCausalNet(HFDiffusionNet):
         """Per-layer key/value buffers for `batch` original rows x `length` canvas columns."""
         if not self.supports_kv_cache:
             raise ValueError("this net was built with cache=none; load it with cache=block for the KV cache")
-        return self.model.new_kv_cache(int(batch), int(length))
+        kv = self._kv
+        if kv is not None and (kv.batch, kv.length) == (int(batch), int(length)) \
+                and kv.keys[0].device == self.model.embed.weight.device:
+            return kv.zero_()
+        self._kv = None  # free the old buffers before allocating new ones
+        self._kv = self.model.new_kv_cache(int(batch), int(length))
+        return self._kv
 
     @torch.no_grad()
     def forward_cached(self, ids: torch.Tensor, *, kv: BlockKV, rows: torch.Tensor, start: int,
@@ -91,4 +103,6 @@ class BlockCausalNet(HFDiffusionNet):
                "block_size": str(self.block_size), "default_block_length": str(self.default_block_length)}
         if self.source:
             out["checkpoint"] = self.source
+        if self.compiled:
+            out["compile"] = "true"
         return out

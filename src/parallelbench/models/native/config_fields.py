@@ -63,3 +63,15 @@ class Fields:
     def optional_int(self, key: str) -> int | None:
         """A positive integer when the config states one, else None."""
         return None if self.config.get(key) is None else self.int(key)
+
+    def rotary_dims(self, head_dim: int, default: float | None) -> int:
+        """Rotated dimensions per head: head_dim * partial_rotary_factor (`default` when the config has
+        none; None: the field is required), a positive even number."""
+        factor = self.config.get("partial_rotary_factor", default)
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+            raise self.bad(f"field 'partial_rotary_factor' must be a number in (0, 1], got {factor!r}")
+        dims = int(head_dim * factor)
+        if dims % 2 or dims < 2:
+            raise self.bad(f"partial_rotary_factor={factor} gives {dims} rotary dimensions of head_dim={head_dim}; "
+                           "RoPE needs an even number")
+        return dims

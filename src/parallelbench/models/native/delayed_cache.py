@@ -20,78 +20,126 @@ computed column of a window repeats itself, as d3LLM's Dream loop shifts each wi
 Every row keeps its own cache, units and counters. A batch runs one pass over the union of its
 rows' columns, and each row mixes in fresh keys/values only in its own columns, so a row gets
 the same logits alone or in any batch.
+
+The bookkeeping stays on the device (rows map to slots of the first call's rows; the kinds of
+call and refresh counts are logged as tensors and read when asked for). The host needs one
+number per call, the first column of the pass: `plan(rows, progress)` works the call out
+before it and returns that number on the device, for the caller to read with its own host
+decision and hand back (`forward(..., start=)`); without it, `forward` reads it itself.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
+from parallelbench.models.native.cache import lookup
 from parallelbench.models.protocols import BlockProgress
+
+KINDS = ("store", "refresh", "window", "full")
+
+
+@dataclass
+class _Call:
+    """One call's decisions, per row of the call (on the device)."""
+
+    progress: BlockProgress
+    slots: torch.Tensor  # [b] cache slot of each row
+    start: torch.Tensor  # [b] first computed column
+    store_from: torch.Tensor  # [b] the columns whose fresh keys/values are kept: [store_from, store_to)
+    store_to: torch.Tensor
+    full: torch.Tensor  # [b] a full pass for the row (refresh or no cache yet)
+    cached_to: torch.Tensor  # [b] the row's cached prefix after the call
+    done_at: torch.Tensor  # [b, units] the row's units' first finished call after it
+    kinds: torch.Tensor  # [b] index into KINDS
 
 
 class DelayedPrefixCache:
     def __init__(self, model: torch.nn.Module, *, delay: int, refresh_interval: int | None):
         self.model, self.delay, self.interval = model, int(delay), refresh_interval
-        self.keys: list[torch.Tensor] = []  # per layer [n, Hkv, L, D]
-        self.values: list[torch.Tensor] = []
-        self.length: torch.Tensor | None = None  # [n] end of each row's cached prefix
-        self.done_at: torch.Tensor | None = None  # [n, units] call at which a unit was first seen finished (-1: not yet)
-        self.refreshes: dict[int, int] = {}  # full passes per original row
-        self.kinds: dict[int, list[str]] = {}  # the kind of every call per original row (store, refresh, window, full)
+        self.reset()
 
     def reset(self) -> None:
-        self.keys, self.values, self.length, self.done_at = [], [], None, None
-        self.refreshes, self.kinds = {}, {}
+        self.keys: list[torch.Tensor] = []  # per layer [n + 1, Hkv, L, D] (slot n: scratch)
+        self.values: list[torch.Tensor] = []
+        self.slot_rows: torch.Tensor | None = None  # [n] original row of each slot (the first call's rows)
+        self.length: torch.Tensor | None = None  # [n + 1] end of each slot's cached prefix
+        self.done_at: torch.Tensor | None = None  # [n + 1, units] call at which a unit was first seen finished (-1: not yet)
+        self._log: list[tuple[torch.Tensor, torch.Tensor]] = []  # (rows, kinds) of every call, on the device
+        self._pending: _Call | None = None
 
-    def forward(self, canvas: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor,
-                rows: torch.Tensor, progress: BlockProgress) -> tuple[torch.Tensor, torch.Tensor]:
-        """(raw logits [b, L, V], [b] first column each row computed)."""
+    @property
+    def kinds(self) -> dict[int, list[str]]:
+        """The kind of every call per original row (store, refresh, window, full); reads the device."""
+        out: dict[int, list[str]] = {}
+        for rows, kinds in self._log:
+            for r, k in zip(rows.tolist(), kinds.tolist()):
+                out.setdefault(int(r), []).append(KINDS[k])
+        return out
+
+    @property
+    def refreshes(self) -> dict[int, int]:
+        """Full passes per original row; reads the device."""
+        return {r: k.count("full") + k.count("refresh") for r, k in self.kinds.items()}
+
+    def _start_decode(self, rows: torch.Tensor, progress: BlockProgress, device: torch.device) -> None:
+        self.reset()
+        n = rows.shape[0]
+        units = progress.finished.shape[1] + 1
+        self.slot_rows = rows.clone()
+        self.length = torch.zeros(n + 1, dtype=torch.long, device=device)
+        self.done_at = torch.full((n + 1, units), -1, dtype=torch.long, device=device)
+        self.done_at[:, 0] = 0  # the prompt is finished before the first call
+
+    def plan(self, rows: torch.Tensor, progress: BlockProgress, total: int) -> torch.Tensor:
+        """[1] first column of the coming call (on the device), its decisions kept for `forward`."""
+        if progress.step == 1 or self.length is None:  # a new decode: every row starts without a cache
+            self._start_decode(rows, progress, rows.device)
+        self._pending = self._decide(rows, progress, total)
+        return self._pending.start.amin().view(1)
+
+    def forward(self, canvas: torch.Tensor, attention_mask: torch.Tensor | None, positions: torch.Tensor,
+                rows: torch.Tensor, progress: BlockProgress, start: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(raw logits [b, L, V], [b] first column each row computed). `start`: `plan`'s value."""
         b, total = canvas.shape
         device = canvas.device
-        if progress.step == 1 or self.length is None:  # a new decode: every row starts without a cache
-            self.reset()
-            n = int(rows.max()) + 1
-            units = progress.finished.shape[1] + 1
-            self.length = torch.zeros(n, dtype=torch.long, device=device)
-            self.done_at = torch.full((n, units), -1, dtype=torch.long, device=device)
-            self.done_at[:, 0] = 0  # the prompt is finished before the first call
-        start, store_from, store_to, full = self._plan(rows, progress, total, device)
-        s = int(start.min())
+        call, self._pending = self._pending, None
+        if call is None or call.progress is not progress or call.slots.shape[0] != b:
+            if progress.step == 1 or self.length is None:
+                self._start_decode(rows, progress, device)
+            call, start = self._decide(rows, progress, total), None
+        s = int(call.start.amin()) if start is None else int(start)
         col = torch.arange(s, total, device=device).unsqueeze(0)
-        own = col >= start.unsqueeze(1)  # [b, L - s] columns whose fresh keys/values this row uses
-        store = (col >= store_from.unsqueeze(1)) & (col < store_to.unsqueeze(1))
-        first_call = not self.keys
-
-        def hook(i: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            if first_call:
-                shape = (self.length.shape[0], k.shape[1], total, k.shape[3])
-                self.keys.append(torch.zeros(shape, dtype=k.dtype, device=device))
-                self.values.append(torch.zeros(shape, dtype=v.dtype, device=device))
-            out = []
-            for cache, fresh in ((self.keys[i], k), (self.values[i], v)):
-                old = cache.index_select(0, rows)
-                mixed = torch.where(own[:, None, :, None], fresh, old[:, :, s:])
-                cache[rows, :, s:] = torch.where(store[:, None, :, None], fresh, old[:, :, s:])
-                out.append(mixed if s == 0 else torch.cat([old[:, :, :s], mixed], dim=2))
-            return out[0], out[1]
-
-        span = self.model(canvas[:, s:], attention_mask[:, s:], position_ids=positions[:, s:],
-                          key_mask=attention_mask, kv_hook=hook)
+        own = col >= call.start.unsqueeze(1)  # [b, L - s] columns whose fresh keys/values this row uses
+        store = (col >= call.store_from.unsqueeze(1)) & (col < call.store_to.unsqueeze(1))
+        if not self.keys:
+            spec, weight = self.model.spec, self.model.embed.weight
+            shape = (self.length.shape[0], spec.kv_heads, total, spec.head_dim)
+            self.keys = [torch.zeros(shape, dtype=weight.dtype, device=device) for _ in self.model.layers]
+            self.values = [torch.zeros(shape, dtype=weight.dtype, device=device) for _ in self.model.layers]
+            self.model.mark_static(self.keys + self.values)
+        # each row's cached keys/values outside its own columns, fresh ones inside; `store` columns kept
+        span = self.model.forward_window(canvas[:, s:], attention_mask, positions[:, s:], self.keys, self.values,
+                                         call.slots, own, store, s)
         raw = span if s == 0 else torch.cat([span.new_zeros(b, s, span.shape[-1]), span], dim=1)
-        for r, is_full in zip(rows.tolist(), full.tolist()):
-            self.refreshes[r] = self.refreshes.get(r, 0) + int(is_full)
-        real = torch.argmax(attention_mask.int(), dim=1)
-        return raw, torch.maximum(start, real)
+        self.length[call.slots] = call.cached_to
+        self.done_at[call.slots] = call.done_at
+        self._log.append((rows.clone(), call.kinds))
+        real = torch.zeros_like(call.start) if attention_mask is None else torch.argmax(attention_mask.int(), dim=1)
+        return raw, torch.maximum(call.start, real)
 
-    def _plan(self, rows: torch.Tensor, progress: BlockProgress, total: int, device: torch.device):
+    def _decide(self, rows: torch.Tensor, progress: BlockProgress, total: int) -> _Call:
         """Per row: first computed column, the columns whose fresh keys/values are kept, full pass?"""
+        device = rows.device
         step = progress.step
         b = rows.shape[0]
+        slots = lookup(rows, self.slot_rows, self.slot_rows.shape[0])
         units = progress.finished.shape[1] + 1
         ends = (progress.prompt_length + torch.arange(units, device=device) * progress.block_length).clamp(max=total)
         finished = torch.cat([torch.ones((b, 1), dtype=torch.bool, device=device), progress.finished.bool()], dim=1)
-        length = self.length.index_select(0, rows)
-        done_at = self.done_at.index_select(0, rows)
+        length = self.length.index_select(0, slots)
+        done_at = self.done_at.index_select(0, slots)
         cached_to = length.clone()
         scanning = torch.ones(b, dtype=torch.bool, device=device)
         for u in range(units):
@@ -110,9 +158,5 @@ class DelayedPrefixCache:
         start = torch.where(window, length, 0)
         store_from = torch.where(entered, length, 0)
         store_to = torch.where(entered, cached_to, torch.where(refresh, length, 0))
-        self.length[rows] = cached_to
-        self.done_at[rows] = done_at
         kinds = torch.where(entered, 0, torch.where(refresh, 1, torch.where(window, 2, 3)))
-        for r, kind in zip(rows.tolist(), kinds.tolist()):
-            self.kinds.setdefault(r, []).append(("store", "refresh", "window", "full")[kind])
-        return start, store_from, store_to, ~window
+        return _Call(progress, slots, start, store_from, store_to, ~window, cached_to, done_at, kinds)

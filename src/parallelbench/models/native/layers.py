@@ -10,10 +10,10 @@ experts) is an `ArchSpec`; the family modules map config fields and tensor names
 
 Attention goes through `scaled_dot_product_attention`. Padding is handled per row: left
 pads are masked as keys and position ids count from each row's first real token, so a row
-gets the same logits alone and in any padded batch. A `kv_hook` lets the block cache swap
-in cached keys/values per layer without the transformer knowing about caches, and
-`forward_cached` runs a window of columns against the exact block-causal KV cache
-(`block_cache.BlockKV`) of block-diffusion families.
+gets the same logits alone and in any padded batch. `forward_window` runs a span of columns
+against the per-row prefix/dual cache of LLaDA and Dream (`cache.py`), `forward_cached` a
+window against the exact block-causal KV cache (`block_cache.BlockKV`) of block-diffusion
+families; neither reads a device value on the host, and `compile=true` compiles each whole.
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from parallelbench.models.native.block_cache import BlockKV
+from parallelbench.models.native.block_cache import BlockKV, prefix_and_window, store_window
+from parallelbench.models.native.cache import restore_kv, window_kv
 from parallelbench.models.native.moe import MixtureOfExperts, MoESpec
-
-KVHook = Callable[[int, torch.Tensor, torch.Tensor], "tuple[torch.Tensor, torch.Tensor]"]
 
 
 @dataclass(frozen=True)
@@ -135,27 +134,6 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return (xr * cos + torch.roll(xr, xr.shape[-1] // 2, dims=-1) * sin).to(x.dtype)
 
 
-def qkv_part(x, norm_w, norm_b, eps: float, wq, bq, wk, bk, wv, bv, cos, sin, heads: int, kv_heads: int):
-    """Pre-attention of one layer: RMSNorm, q/k/v projections, RoPE -> [B, heads, L, D] tensors.
-
-    A free function of tensors (not a method) so one `torch.compile` serves every layer."""
-    b, length, _ = x.shape
-    y = rms_norm(x, norm_w, norm_b, eps)
-    d = wq.shape[0] // heads
-    q = F.linear(y, wq, bq).view(b, length, heads, d).transpose(1, 2)
-    k = F.linear(y, wk, bk).view(b, length, kv_heads, d).transpose(1, 2)
-    v = F.linear(y, wv, bv).view(b, length, kv_heads, d).transpose(1, 2)
-    return rotate(q, cos, sin), rotate(k, cos, sin), v
-
-
-def mlp_part(x, att, wo, bo, norm_w, norm_b, eps: float, wg, bg, wu, bu, wd, bd):
-    """Post-attention of one layer: output projection + residual, RMSNorm, SiLU(gate) * up, down + residual."""
-    b, length = x.shape[:2]
-    x = x + F.linear(att.transpose(1, 2).reshape(b, length, -1), wo, bo)
-    y = rms_norm(x, norm_w, norm_b, eps)
-    return x + F.linear(F.silu(F.linear(y, wg, bg)) * F.linear(y, wu, bu), wd, bd)
-
-
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """SDPA over [B, H, Lq, D] queries and [B, Hkv, Lk, D] keys/values (grouped heads expanded lazily)."""
     groups = q.shape[1] // k.shape[1]
@@ -193,13 +171,7 @@ class Block(nn.Module):
             self.up = Linear(h, spec.ffn, bias=spec.other_bias)
             self.down = Linear(spec.ffn, h, bias=spec.other_bias)
 
-    def qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, fn=None):
-        """Pre-attention through the submodules (so adapters wrapping q/k/v take part), or through
-        `fn` (a compiled `qkv_part`) with the weights as arguments."""
-        if fn is not None:
-            n = self.attn_norm
-            return fn(x, n.weight, n.bias, n.eps, self.q.weight, self.q.bias, self.k.weight, self.k.bias,
-                      self.v.weight, self.v.bias, cos, sin, self.heads, self.kv_heads)
+    def qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
         b, length, _ = x.shape
         y = self.attn_norm(x)
         if self.fused:  # rows [q heads; k heads; v heads] of one projection
@@ -214,11 +186,7 @@ class Block(nn.Module):
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         return rotate(q, cos, sin), rotate(k, cos, sin), v
 
-    def mlp(self, x: torch.Tensor, att: torch.Tensor, fn=None) -> torch.Tensor:
-        if fn is not None:
-            n = self.mlp_norm
-            return fn(x, att, self.o.weight, self.o.bias, n.weight, n.bias, n.eps, self.gate.weight,
-                      self.gate.bias, self.up.weight, self.up.bias, self.down.weight, self.down.bias)
+    def mlp(self, x: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
         b, length = x.shape[:2]
         x = x + self.o(att.transpose(1, 2).reshape(b, length, -1))
         y = self.mlp_norm(x)
@@ -227,8 +195,19 @@ class Block(nn.Module):
         return x + self.down(F.silu(self.gate(y)) * self.up(y))
 
 
+
+RECOMPILE_LIMIT = 128  # compiled graphs per forward of a compile=true model (see enable_compile)
+
+
 class DiffusionTransformer(nn.Module):
-    """Raw logits of a bidirectional masked-diffusion transformer (no logit shift: the net applies it)."""
+    """Raw logits of a bidirectional masked-diffusion transformer (no logit shift: the net applies it).
+
+    Three whole forwards, each a pure function of tensors and host integers (no device value is
+    read on the host): `forward` (plain or with an attention bias), `forward_window` (a span of
+    columns against the per-row prefix/dual cache, `cache.py`) and `forward_cached` (a window
+    against the exact block KV cache, `block_cache.py`). `enable_compile()` runs each through
+    `torch.compile(fullgraph=True)` (a graph break is an error), on CUDA as CUDA graphs.
+    """
 
     supports_attention_bias = True
 
@@ -240,57 +219,83 @@ class DiffusionTransformer(nn.Module):
         self.norm = RMSNorm(spec.hidden, spec.eps, spec.norm_bias, spec.norm_weight_fp32)
         self.head = None if spec.tie else Linear(spec.hidden, spec.out_size, bias=spec.other_bias)
         self.rotary = Rotary(spec.rope_dims or spec.head_dim, spec.rope_theta, spec.rope_fp32)
-        self._qkv_fn = self._mlp_fn = None  # eager: through the submodules
+        self._compiled: dict[str, Callable] | None = None  # eager until enable_compile()
+        self._cuda_graphs = False
 
-    def compile_parts(self) -> None:
-        """torch.compile the per-layer pre-attention and MLP parts (fuses norm, RoPE, SiLU * up);
-        one compiled function serves every layer (weights are arguments, so projections wrapped
-        by adapters such as LoRA would be bypassed: refused)."""
-        s = self.spec
-        if s.fused_qkv or s.qk_norm or s.moe is not None or s.rope_dims or s.norm_weight_fp32:
-            raise ValueError(f"compile=true covers the LLaDA and Dream layouts only, not {s.family}; "
-                             "leave compile off for this model")
-        wrapped = [f"layers.{i}.{n}" for i, blk in enumerate(self.layers)
-                   for n in ("q", "k", "v", "o", "gate", "up", "down") if type(getattr(blk, n)) is not Linear]
-        if wrapped:
-            raise ValueError(f"compile=true needs plain projections; {wrapped[0]} is wrapped (an adapter?)")
-        self._qkv_fn = torch.compile(qkv_part, dynamic=True)
-        self._mlp_fn = torch.compile(mlp_part, dynamic=True)
+    # ------------------------------------------------------------------ compile=true
+    @property
+    def compiled(self) -> bool:
+        return self._compiled is not None
 
+    def enable_compile(self, *, dynamic: bool | None = None, backend: str = "inductor") -> None:
+        """compile=true: each whole forward through torch.compile(fullgraph=True); on CUDA with
+        mode="reduce-overhead", i.e. replayed as CUDA graphs (one per shape; the KV buffers are
+        marked static so a replay reads and writes them in place). The first calls of each
+        shape compile; outputs are copied out of the graph's memory before they are returned.
+        `dynamic` / `backend` go to torch.compile (tests: dynamic=True compiles each path once)."""
+        if self._compiled is not None:
+            return
+        # a decode meets a few dozen shapes per forward (rows finishing, the cache window's start and
+        # width, storing or not); under fullgraph=True torch's default of 8 recompiles is a hard error
+        dynamo_config = torch._dynamo.config
+        dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, RECOMPILE_LIMIT)
+        dynamo_config.accumulated_recompile_limit = max(dynamo_config.accumulated_recompile_limit, 8 * RECOMPILE_LIMIT)
+        self._cuda_graphs = self.embed.weight.device.type == "cuda" and backend == "inductor"
+        options: dict = {"fullgraph": True, "dynamic": dynamic, "backend": backend}
+        if self._cuda_graphs:
+            options["mode"] = "reduce-overhead"
+        self._compiled = {name: torch.compile(getattr(self, name), **options)
+                          for name in ("_run", "_run_window", "_run_cached")}
+
+    def mark_static(self, tensors: list[torch.Tensor]) -> None:
+        """Cache buffers a CUDA graph reads and writes in place (their addresses must not change)."""
+        if self._cuda_graphs:
+            for t in tensors:
+                torch._dynamo.mark_static_address(t)
+
+    def _call(self, name: str, *args):
+        if self._compiled is None:
+            return getattr(self, name)(*args)
+        if self._cuda_graphs:
+            torch.compiler.cudagraph_mark_step_begin()
+            return self._compiled[name](*args).clone()  # the graph's output buffer is reused by its next replay
+        return self._compiled[name](*args)
+
+    # ------------------------------------------------------------------ the three forwards
     def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
                 position_ids: torch.Tensor | None = None, attention_bias: torch.Tensor | None = None,
-                key_mask: torch.Tensor | None = None, kv_hook: KVHook | None = None,
                 bias_as_given: bool = False) -> torch.Tensor:
         """Raw logits [B, L, out_size] for `ids` [B, L].
 
-        attention_mask [B, L] (True = real token, False = left pad): pads are hidden as keys and,
-        unless position_ids are given, positions count from each row's first real token.
-        attention_bias [B, L, L] is added to every head's scores. With `kv_hook`, each layer's
-        fresh keys/values go through the hook, which returns the keys/values to attend to
-        (`key_mask` [B, Lk] then describes those keys). With `bias_as_given`, the bias alone decides
-        who sees whom (the block-causal contract: the caller folds padding into it).
+        attention_mask [B, L] (True = real token, False = left pad; None: no padding): pads are
+        hidden as keys and, unless position_ids are given, positions count from each row's first
+        real token. attention_bias [B, L, L] is added to every head's scores. With `bias_as_given`,
+        the bias alone decides who sees whom (the block-causal contract: the caller folds padding in).
         """
         b, length = ids.shape
-        if attention_mask is None:
-            attention_mask = torch.ones((b, length), dtype=torch.bool, device=ids.device)
-        attention_mask = attention_mask.bool()
+        if attention_mask is not None:
+            attention_mask = attention_mask.bool()
         if position_ids is None:
-            position_ids = default_positions(attention_mask)
-        keys = attention_mask if key_mask is None else key_mask.bool()
-        if bias_as_given and attention_bias is not None:
-            mask = attention_bias.to(self.embed.weight.dtype)[:, None]
-        else:
-            mask = attention_mask_for(keys, attention_bias, length, self.embed.weight.dtype)
-        x = self.embed(ids)
-        if self.spec.input_scale != 1.0:
-            x = x * self.spec.input_scale
-        cos, sin = self.rotary.tables(position_ids, x.dtype)
-        for i, layer in enumerate(self.layers):
-            q, k, v = layer.qkv(x, cos, sin, self._qkv_fn)
-            if kv_hook is not None:
-                k, v = kv_hook(i, k, v)
-            x = layer.mlp(x, attend(q, k, v, mask), self._mlp_fn)
-        return self._logits(x)
+            position_ids = default_positions(attention_mask, ids)
+        if attention_bias is not None and attention_bias.shape != (b, length, length):
+            raise ValueError(f"attention_bias must have shape {[b, length, length]}, got {list(attention_bias.shape)}")
+        keys = None if bias_as_given and attention_bias is not None else attention_mask
+        return self._call("_run", ids, keys, position_ids, attention_bias)
+
+    def forward_window(self, ids: torch.Tensor, attention_mask: torch.Tensor | None, position_ids: torch.Tensor,
+                       keys: list[torch.Tensor], values: list[torch.Tensor], slots: torch.Tensor | None,
+                       own: torch.Tensor, keep: torch.Tensor | None, start: int) -> torch.Tensor:
+        """Raw logits [b, W, out_size] of canvas columns [start, start + W) under a per-row cache
+        (the prefix/dual cache, `cache.py`; the delayed prefix cache, `delayed_cache.py`).
+
+        Each row attends to all L columns: its stored keys/values (`keys[l][slots]`; slots None:
+        rows 0..b-1 of the buffers) except at its `own` [b, W] columns, where the fresh ones are
+        used. `attention_mask` [b, L] masks pad keys (None: no padding). Afterwards the buffers
+        keep the fresh keys/values at the `keep` [b, W] columns (None: none).
+        """
+        if attention_mask is not None:
+            attention_mask = attention_mask.bool()
+        return self._call("_run_window", ids, attention_mask, position_ids, keys, values, slots, own, keep, start)
 
     def forward_cached(self, ids: torch.Tensor, kv: BlockKV, rows: torch.Tensor, start: int,
                        position_ids: torch.Tensor, attention_bias: torch.Tensor,
@@ -300,22 +305,60 @@ class DiffusionTransformer(nn.Module):
         The window's queries attend to the stored keys/values of columns [0, start) and to the
         window's own, with `attention_bias` [b, W, start + W] added as given; afterwards the
         keys/values of the positions where `store` [b, W] is True are written into `kv`.
+        `rows` are distinct and increasing (the engine's); all `kv.batch` of them read the
+        buffers in place.
         """
         b, width = ids.shape
         if attention_bias.shape != (b, width, start + width):
             raise ValueError(f"attention_bias must have shape {[b, width, start + width]}, "
                              f"got {list(attention_bias.shape)}")
-        mask = attention_bias.to(self.embed.weight.dtype)[:, None]
+        kv.check_window(rows, start, width)
+        index: torch.Tensor | None = rows
+        if b == kv.batch:
+            torch._assert_async((rows == torch.arange(b, device=rows.device)).all(), "rows must be 0..batch-1")
+            index = None
+        return self._call("_run_cached", ids, kv.keys, kv.values, index, start, position_ids, attention_bias, store)
+
+    # ------------------------------------------------------------------ their bodies (compiled whole)
+    def _start(self, ids: torch.Tensor, position_ids: torch.Tensor):
         x = self.embed(ids)
         if self.spec.input_scale != 1.0:
             x = x * self.spec.input_scale
         cos, sin = self.rotary.tables(position_ids, x.dtype)
-        plan = kv.plan(rows, start, width, store)
+        return x, cos, sin
+
+    def _run(self, ids, keys, position_ids, attention_bias):
+        x, cos, sin = self._start(ids, position_ids)
+        mask = attention_mask_for(keys, attention_bias, x.dtype)
+        for layer in self.layers:
+            q, k, v = layer.qkv(x, cos, sin)
+            x = layer.mlp(x, attend(q, k, v, mask))
+        return self._logits(x)
+
+    def _run_window(self, ids, attention_mask, position_ids, keys, values, slots, own, keep, start):
+        x, cos, sin = self._start(ids, position_ids)
+        mask = None if attention_mask is None else attention_mask[:, None, None, :]
         for i, layer in enumerate(self.layers):
             q, k, v = layer.qkv(x, cos, sin)
-            keys, values = kv.with_prefix(i, plan, k, v)
-            kv.store(i, plan, k, v)
-            x = layer.mlp(x, attend(q, keys, values, mask))
+            all_k, saved_k = window_kv(keys[i], slots, k, own, start)
+            all_v, saved_v = window_kv(values[i], slots, v, own, start)
+            att = attend(q, all_k, all_v, mask)
+            restore_kv(keys[i], slots, k, start, saved_k, keep)
+            restore_kv(values[i], slots, v, start, saved_v, keep)
+            x = layer.mlp(x, att)
+        return self._logits(x)
+
+    def _run_cached(self, ids, keys, values, rows, start, position_ids, attention_bias, store):
+        x, cos, sin = self._start(ids, position_ids)
+        mask = attention_bias.to(x.dtype)[:, None]
+        for i, layer in enumerate(self.layers):
+            q, k, v = layer.qkv(x, cos, sin)
+            all_k = prefix_and_window(keys[i], rows, start, k)
+            all_v = prefix_and_window(values[i], rows, start, v)
+            if store is not None:
+                store_window(keys[i], rows, start, k, store)
+                store_window(values[i], rows, start, v, store)
+            x = layer.mlp(x, attend(q, all_k, all_v, mask))
         return self._logits(x)
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
@@ -330,24 +373,25 @@ class DiffusionTransformer(nn.Module):
         empty memory: columns never stored are masked by the caller's bias, and masked zeros
         cannot turn into NaN the way uninitialised memory can)."""
         w = self.embed.weight
-        return BlockKV.zeros(len(self.layers), batch, self.spec.kv_heads, length, self.spec.head_dim,
-                             dtype=w.dtype, device=w.device)
+        kv = BlockKV.zeros(len(self.layers), batch, self.spec.kv_heads, length, self.spec.head_dim,
+                           dtype=w.dtype, device=w.device)
+        self.mark_static(kv.keys + kv.values)
+        return kv
 
 
-def default_positions(attention_mask: torch.Tensor) -> torch.Tensor:
-    """[B, L] position ids counting from each row's first real token (pads get 0)."""
+def default_positions(attention_mask: torch.Tensor | None, ids: torch.Tensor | None = None) -> torch.Tensor:
+    """[B, L] position ids counting from each row's first real token (pads get 0); 0..L-1 without a mask."""
+    if attention_mask is None:
+        b, length = ids.shape
+        return torch.arange(length, device=ids.device).unsqueeze(0).expand(b, length)
     return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
-def attention_mask_for(keys: torch.Tensor, bias: torch.Tensor | None, queries: int,
-                       dtype: torch.dtype) -> torch.Tensor | None:
+def attention_mask_for(keys: torch.Tensor | None, bias: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
     """SDPA mask: None when nothing is hidden, a boolean key mask for padding, a float mask with a bias."""
     if bias is None:
-        if bool(keys.all()):
-            return None
-        return keys[:, None, None, :]
-    if bias.shape != (keys.shape[0], queries, keys.shape[1]):
-        raise ValueError(f"attention_bias must have shape {[keys.shape[0], queries, keys.shape[1]]}, "
-                         f"got {list(bias.shape)}")
-    out = bias.to(dtype).masked_fill(~keys[:, None, :], float("-inf"))
+        return None if keys is None else keys[:, None, None, :]
+    out = bias.to(dtype)
+    if keys is not None:
+        out = out.masked_fill(~keys[:, None, :], float("-inf"))
     return out[:, None]

@@ -25,6 +25,7 @@ from typing import Any
 from parallelbench.models.native.config_fields import Fields
 from parallelbench.models.native.layers import ArchSpec
 from parallelbench.models.native.moe import SCORE_FUNCTIONS, MoESpec
+from parallelbench.models.native.weights import moe_tensor_name
 
 MASK_ID = None  # the tokenizer's mask token (the config has no mask_token_id)
 SHIFT = 0
@@ -57,13 +58,7 @@ def spec_from_config(config: dict[str, Any], path: Path | str) -> ArchSpec:
         raise f.bad(f"norm_head={config['norm_head']!r} is not supported natively (LLaDA 2's head is a plain linear layer)")
     if config.get("use_rmsnorm") is False:
         raise f.bad("use_rmsnorm=false is not supported natively (LLaDA 2 uses RMSNorm)")
-    factor = config.get("partial_rotary_factor", 0.5)
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
-        raise f.bad(f"field 'partial_rotary_factor' must be a number in (0, 1], got {factor!r}")
-    rope_dims = int(head_dim * factor)
-    if rope_dims % 2 or rope_dims < 2:
-        raise f.bad(f"partial_rotary_factor={factor} gives {rope_dims} rotary dimensions of head_dim={head_dim}; "
-                    "RoPE needs an even number")
+    rope_dims = f.rotary_dims(head_dim, 0.5)  # the config class's default factor
     if config.get("rotary_dim") is not None and config.get("rotary_dim") != rope_dims:
         raise f.bad(f"rotary_dim={config['rotary_dim']!r} disagrees with head_dim * partial_rotary_factor = {rope_dims}")
     vocab = f.int("vocab_size")
@@ -134,15 +129,7 @@ def default_block_length(config: dict[str, Any], path: Path | str) -> int:
 def published_name(internal: str, shape: tuple[int, ...] = ()) -> str | tuple[str, ...]:
     """Our parameter name -> the checkpoint's tensor name; a tuple for our stacked expert weights
     (`shape[0]` experts): the per-expert tensors, stacked on dim 0."""
-    parts = internal.split(".")
-    if parts[0] != "layers":
-        return f"{_TOP[parts[0]]}.{'.'.join(parts[1:])}"
-    layer = f"model.layers.{parts[1]}."
-    if parts[2] == "moe":
-        if parts[3] in _EXPERTS:
-            return tuple(f"{layer}mlp.experts.{j}.{_EXPERTS[parts[3]]}.weight" for j in range(shape[0]))
-        return layer + _MOE[parts[3]]
-    return f"{layer}{_BLOCK[parts[2]]}.{'.'.join(parts[3:])}"
+    return moe_tensor_name(internal, shape, top=_TOP, block=_BLOCK, moe=_MOE, experts=_EXPERTS)
 
 
 def optional(internal: str) -> bool:

@@ -7,10 +7,12 @@ chosen experts' unbiased scores, normalised to sum 1 (when the config says so) a
 routed scaling factor. Output: the weighted sum (float32) of the chosen experts' SwiGLU outputs,
 cast back, plus the shared experts' SwiGLU output.
 
-Dispatch has no Python loop over experts: the (token, expert) pairs are sorted by expert and
-every expert's rows go through one grouped matrix multiply (`F.grouped_mm`), or, where that is
-not available (float32 on a GPU), one batched multiply over an [experts, capacity, d] buffer
-sized by the busiest expert.
+Dispatch has no Python loop over experts and reads nothing on the host: the (token, expert)
+pairs are sorted by expert, each expert's share is found by a device-side search of the sorted
+ids, and every expert's rows go through one grouped matrix multiply (`F.grouped_mm`, offsets
+on the device), or, where that is not available (float32 on a GPU), one batched multiply over
+an [experts, tokens, d] buffer of fixed capacity. No shape depends on the routing, so a MoE
+forward can be captured as a CUDA graph.
 """
 
 from __future__ import annotations
@@ -90,10 +92,11 @@ class MixtureOfExperts(nn.Module):
         order = torch.argsort(flat, stable=True)
         by_expert = flat[order]
         rows = x[order // k]
-        counts = torch.bincount(flat, minlength=self.spec.experts)
-        plan = _GroupPlan.build(rows, by_expert, counts)
-        hidden = F.silu(plan.matmul(rows, self.gate_w)) * plan.matmul(rows, self.up_w)
-        done = plan.matmul(hidden, self.down_w)
+        # where each expert's rows end in the sorted order: on the device, no bincount
+        ends = torch.searchsorted(by_expert, torch.arange(self.spec.experts, device=x.device), right=True)
+        hidden = F.silu(expert_matmul(rows, self.gate_w, by_expert, ends, n)) * \
+            expert_matmul(rows, self.up_w, by_expert, ends, n)
+        done = expert_matmul(hidden, self.down_w, by_expert, ends, n)
         out = torch.empty_like(done)
         out[order] = done
         return out.view(n, k, -1)
@@ -102,38 +105,28 @@ class MixtureOfExperts(nn.Module):
 _GROUPED_MM_FAILED: set[str] = set()  # device types where F.grouped_mm refused to run
 
 
-@dataclass
-class _GroupPlan:
-    """How rows sorted by expert meet their expert's weights: grouped GEMM offsets, or slots of a
-    padded [experts, capacity] buffer for a batched GEMM."""
+def expert_matmul(rows: torch.Tensor, weight: torch.Tensor, by_expert: torch.Tensor, ends: torch.Tensor,
+                  capacity: int) -> torch.Tensor:
+    """rows [A, in] sorted by expert (`by_expert` [A]; `ends` [E]: where each expert's rows end)
+    times their expert's weight [E, out, in] -> [A, out].
 
-    offsets: torch.Tensor | None  # int32 ends of each expert's rows (grouped GEMM)
-    experts: torch.Tensor | None  # [A] expert of each sorted row (padded buffer)
-    slots: torch.Tensor | None  # [A] row's place within its expert
-    capacity: int
-
-    @classmethod
-    def build(cls, rows: torch.Tensor, by_expert: torch.Tensor, counts: torch.Tensor) -> "_GroupPlan":
-        if _grouped_mm_ok(rows):
-            return cls(counts.cumsum(0).to(torch.int32), None, None, 0)
-        starts = counts.cumsum(0) - counts
-        slots = torch.arange(by_expert.numel(), device=rows.device) - starts[by_expert]
-        return cls(None, by_expert, slots, int(counts.max()) if counts.numel() else 0)
-
-    def matmul(self, rows: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        """rows [A, in] (sorted by expert) times their expert's weight [E, out, in] -> [A, out]."""
-        if self.offsets is not None:
+    One grouped GEMM with device-side offsets; where that kernel is not available, one batched
+    GEMM over an [experts, capacity, in] buffer of a fixed capacity (`capacity`: the tokens, as
+    no token picks an expert twice), so no shape ever depends on the routing."""
+    if _grouped_mm_ok(rows):
+        if torch.compiler.is_compiling():
+            if rows.dtype == torch.bfloat16:  # torch.compile's shape rule for the grouped kernel takes bf16 only
+                return F.grouped_mm(rows, weight.transpose(1, 2), offs=ends.to(torch.int32))
+        else:
             try:
-                return F.grouped_mm(rows, weight.transpose(1, 2), offs=self.offsets)
+                return F.grouped_mm(rows, weight.transpose(1, 2), offs=ends.to(torch.int32))
             except RuntimeError:  # a device / dtype the grouped kernel does not cover: pad instead
                 _GROUPED_MM_FAILED.add(rows.device.type)
-                counts = torch.diff(self.offsets.long(), prepend=self.offsets.new_zeros(1).long())
-                by_expert = torch.repeat_interleave(torch.arange(weight.shape[0], device=rows.device), counts)
-                fallback = _GroupPlan.build(rows, by_expert, counts)
-                return fallback.matmul(rows, weight)
-        buf = rows.new_zeros(weight.shape[0], max(self.capacity, 1), rows.shape[1])
-        buf[self.experts, self.slots] = rows
-        return torch.bmm(buf, weight.transpose(1, 2))[self.experts, self.slots]
+    starts = torch.cat([ends.new_zeros(1), ends[:-1]])
+    slots = torch.arange(by_expert.shape[0], device=rows.device) - starts[by_expert]
+    buf = rows.new_zeros(weight.shape[0], capacity, rows.shape[1])
+    buf[by_expert, slots] = rows
+    return torch.bmm(buf, weight.transpose(1, 2))[by_expert, slots]
 
 
 def _grouped_mm_ok(rows: torch.Tensor) -> bool:

@@ -86,3 +86,20 @@ def read_tensors(folder: Path, expected: Mapping[str, tuple[int, ...]], *, dtype
                         "or re-download the checkpoint)")
                 out[name] = f.get_tensor(name).to(device=device, dtype=dtype)
     return out
+
+
+def moe_tensor_name(internal: str, shape: tuple[int, ...], *, top: Mapping[str, str], block: Mapping[str, str],
+                    moe: Mapping[str, str], experts: Mapping[str, str]) -> str | tuple[str, ...]:
+    """Our parameter name -> the tensor name of a Qwen-style MoE checkpoint (LLaDA 2, LLaDA-MoE): `top`
+    maps embed / norm / head, `block` a layer's parts, `moe` the mixture's router, bias and shared
+    expert; our stacked expert weights (`shape[0]` experts) map to a tuple of the per-expert tensors
+    `model.layers.{i}.mlp.experts.{j}.{experts[part]}.weight`, stacked on dim 0."""
+    parts = internal.split(".")
+    if parts[0] != "layers":
+        return f"{top[parts[0]]}.{'.'.join(parts[1:])}"
+    layer = f"model.layers.{parts[1]}."
+    if parts[2] == "moe":
+        if parts[3] in experts:
+            return tuple(f"{layer}mlp.experts.{j}.{experts[parts[3]]}.weight" for j in range(shape[0]))
+        return layer + moe[parts[3]]
+    return f"{layer}{block[parts[2]]}.{'.'.join(parts[3:])}"
