@@ -27,8 +27,10 @@ SMALL_TASKS = ["waiting_line/copy", "synthetic_infill/shuffle"]
 
 @pytest.fixture(scope="module")
 def tok() -> WordTokenizer:
-    tasks = training_tasks()
-    return WordTokenizer.build(vocabulary_pairs(tasks, seed=0, chunks=1, size=48))
+    from parallelbench.models.tiny.data import extra_pieces
+
+    tasks = training_tasks()  # as `parallelbench train` builds it: every name, key and function name
+    return WordTokenizer.build(vocabulary_pairs(tasks, seed=0, chunks=1, size=48), extra_pieces())
 
 
 # ---- tokenizer ------------------------------------------------------------------------
@@ -289,7 +291,7 @@ def test_alphabetical_ranks_order_names_as_the_sort_task_does():
 def test_tokenizer_files_keep_their_splitter(tok, tmp_path):
     from parallelbench.models.tokenizer import SPLITTER
 
-    assert tok.splitter == SPLITTER == 3
+    assert tok.splitter == SPLITTER == 4
     assert split_pieces("0412 0043", 2) == ["0", "4", "1", "2", " ", "0", "0", "4", "3"]
     assert split_pieces("0412 0043", 1) == ["0", "4", "1", "2", " 0", "0", "4", "3"]
     old = WordTokenizer(["[PAD]", "[MASK]", "[EOS]", "[SEP]", "0", " 0", "4"], ["0", " 0", "4"], splitter=1)
@@ -317,6 +319,43 @@ def test_json_punctuation_is_compact_and_other_text_splits_as_before():
     assert split_pieces(call, 3)[:9] == ['{"', "name", '": "', "assign", "_", "seat", '", "', "arguments", '": ']
     for text in ('["Susan Fox", "Philip Gray"]', "1342\n2431", "H,4,A,C\n4,C,H,A", 'Fill 0042 [0, J] "x"'):
         assert split_pieces(text, 3) == split_pieces(text, 2)
+
+
+def test_json_punctuation_does_not_depend_on_the_value_type():
+    # splitter 4: a name carries its quotes, so `": ` / `, "` / `}` are the same for every value
+    record = '{"age": 10, "customer": "Andrea Williamson", "seat": 42}'
+    pieces = split_pieces(record, 4)
+    assert pieces == ['{"', "age", '": ', "1", "0", ', "', "customer", '": ', '"Andrea', ' Williamson"', ', "',
+                      "seat", '": ', "4", "2", "}"]
+    # every field is key, separator, two value tokens and an end: the layout follows from the count
+    assert [pieces[i] for i in (2, 7, 12)] == ['": '] * 3 and [pieces[i] for i in (5, 10)] == [', "'] * 2
+    # the prompt's line holds the same value tokens, so the pointer copies them
+    assert split_pieces('customer: "Andrea Williamson"\n', 4) == ["customer", ": ", '"Andrea', ' Williamson"', "\n"]
+    end = split_pieces('{"name": "log_visit", "arguments": {"owner": "Jean Luna"}}', 4)
+    assert end[-4:] == ['"Jean', ' Luna"', "}", "}"] and end[2:4] == ['": "', "log"]  # a function name is no person
+    for text in ('["Susan Fox", "Philip Gray"]', "1342\n2431", "H,4,A,C\n4,C,H,A", 'Fill 0042 [0, J] "x"',
+                 'Add "Susan Fox", then: "x"'):
+        assert split_pieces(text, 4) == split_pieces(text, 2)
+
+
+def test_field_counts_number_the_prompt_lines_and_tell_the_answer_their_total():
+    from parallelbench.models.tiny.data import extra_pieces
+    from parallelbench.models.tiny.model import FIELD_COUNT_MAX, answer_segment, field_counts
+    from parallelbench.models.tiny.train import field_token_ids
+
+    pairs = vocabulary_pairs(training_tasks(["structured/json_any_order"]), seed=0, chunks=1, size=48)
+    tok = WordTokenizer.build(pairs, extra_pieces())
+    info = field_token_ids(tok, count=True)
+    assert info["field_count"]
+    s = get_task("structured/json_any_order").samples()[-1]  # 8 fields
+    prompt = tok.encode_chat(s.messages)
+    ids = torch.tensor([prompt + tok.encode_answer(s.answer, 48)])
+    counts = field_counts(ids, info["field_sep_ids"], answer_segment(ids, tok.sep_id))[0].tolist()
+    n = len(json.loads(s.answer))
+    assert counts[len(prompt):] == [FIELD_COUNT_MAX + n] * 48
+    text = [tok.decode([i]) for i in prompt]
+    values = [c for c, t in zip(counts, text) if t.startswith('"') or t.isdigit()]  # first value token of each line
+    assert sorted(set(values)) == list(range(1, n + 1))
 
 
 @pytest.mark.parametrize("tid", ["structured/json_fields", "structured/json_any_order", "structured/tool_call"])

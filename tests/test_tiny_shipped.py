@@ -55,13 +55,16 @@ def test_decodes_structured_records_as_json_objects(tiny):
     from parallelbench.decoding import build_strategy
     from parallelbench.scoring import score
 
-    # the model card's table, 1 token/step in confidence order: JSON fields 98% (met), any order
-    # 63% and tool call 90% (both short of 95%); greedy decoding is deterministic, and these floors
-    # sit well under what the first 8 samples score (8 / 8, 5 / 8, 5.5 / 8)
-    for tid, floor in (("structured/json_fields", 7.5), ("structured/json_any_order", 3.0), ("structured/tool_call", 4.0)):
+    # the model card's table, 1 token/step in confidence order, every test sample: JSON fields 97.7%,
+    # any order 97.7%, tool call 99.6% (all three over their 95% target). Greedy decoding is
+    # deterministic; every fifth sample (20 per task, 3..8 fields) scores 19 / 19.6 / 20, and the
+    # floor asks for 90%: a model that writes a separator of the wrong type or repeats its last
+    # field in a few records (the weights before: 63% / 90% on any order / tool call) falls under it
+    for tid in ("structured/json_fields", "structured/json_any_order", "structured/tool_call"):
         task = get_task(tid)
-        samples = task.samples(8)
+        samples = task.samples()[::5]
         gens = tiny.generate(samples, build_strategy("confidence-topk", k=1), max_new_tokens=task.max_new_tokens, seed=0)
+        floor = 0.9 * len(samples)
         assert all(g.text.startswith('{"') and g.text.endswith("}") for g in gens), [g.text for g in gens]
         assert sum(score(s, g.text).score for s, g in zip(samples, gens)) >= floor, [g.text for g in gens]
 

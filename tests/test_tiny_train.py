@@ -55,6 +55,54 @@ def test_resume_without_checkpoint_is_a_clear_error(tmp_path):
         train(TrainConfig(out=str(tmp_path / "none"), **TOY), resume=True, progress=False)
 
 
+def test_warm_start_carries_weights_over_a_changed_vocabulary(tmp_path):
+    from parallelbench.models.tiny.model import TinyConfig, TinyDenoiser, alphabetical_ranks
+    from parallelbench.models.tiny.train import warm_start
+    from parallelbench.models.tokenizer import WordTokenizer
+
+    old = train(TrainConfig(out=str(tmp_path / "old"), **TOY), progress=False)
+    old_tok = WordTokenizer.load(old / "tokenizer.json")
+    weights = _weights(old)
+    name = next(t for t in old_tok.tokens if t.istitle() and len(t) > 3)  # a first name, e.g. "Susan"
+    tokens = old_tok.tokens[:4] + ['"' + name, "brand-new"] + old_tok.tokens[4:]
+    new_tok = WordTokenizer(tokens, old_tok.data_pieces)
+    saved = json.loads((old / "config.json").read_text())["model"]
+    cfg = TinyConfig(**{**saved, "vocab_size": len(tokens), "token_rank": alphabetical_ranks(tokens)})
+    net = TinyDenoiser(cfg)
+    carried = warm_start(net, new_tok, old)
+    assert carried["tokens_seeded"] == len(tokens) - 1 and carried["new"] == 0
+    state = net.state_dict()
+    emb, head = state["tok.weight"], state["head.weight"]
+    for t in (name, old_tok.tokens[-1], "[MASK]"):
+        assert torch.equal(emb[new_tok.index[t]], weights["tok.weight"][old_tok.index[t]].float())
+        assert torch.equal(head[new_tok.index[t]], weights["head.weight"][old_tok.index[t]].float())
+    assert torch.equal(emb[new_tok.index['"' + name]], emb[new_tok.index[name]])  # a quoted name starts as the name
+    assert torch.equal(state["blocks.0.qkv.weight"], weights["blocks.0.qkv.weight"].float())
+    with pytest.raises(FileNotFoundError, match="--init-from"):
+        warm_start(net, new_tok, tmp_path)
+
+
+def test_task_weights_replace_the_recipe_share(tmp_path):
+    from parallelbench.models.tiny.data import TASK_WEIGHT, task_weight
+    from parallelbench.tasks import get_task
+
+    task = get_task("structured/json_any_order")
+    assert task_weight(task) == TASK_WEIGHT["json_any_order"]
+    assert task_weight(task, {"json_any_order": 6}) == 6.0 == task_weight(task, {"structured/json_any_order": 6})
+    assert task_weight(get_task("waiting_line/copy"), {"json_any_order": 6}) == TASK_WEIGHT["copy"]
+
+
+def test_train_cli_rejects_a_bad_task_weight_and_a_missing_init_folder(tmp_path):
+    from typer.testing import CliRunner
+
+    from parallelbench.cli import app
+
+    bad = CliRunner().invoke(app, ["train", "--out", str(tmp_path / "x"), "--task-weight", "sort"])
+    assert bad.exit_code == 2 and "NAME=WEIGHT" in bad.output
+    missing = CliRunner().invoke(app, ["train", "--out", str(tmp_path / "x"), "--init-from", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "not a folder" in missing.output
+
+
 def test_uniform_variant_trains_and_samples(tmp_path):
     out = train(TrainConfig(out=str(tmp_path / "u"), transition="uniform", **TOY), progress=False)
     assert json.loads((out / "config.json").read_text())["transition"] == "uniform"

@@ -8,7 +8,7 @@ Why this shape:
   are separate tokens and a parallel decode can tear names apart, as in the paper.
 - List punctuation is compact (``["``, ``", "``, ``"]``): three tokens per name, so a
   7-name Waiting Line answer fits the 32-token budget. JSON punctuation likewise
-  (``{"``, ``": "``, ``": ``, ``, "``, ``"}``; splitter 3).
+  (``{"``, ``": ``, ``, "``, ``}``, a name value carrying its quotes; splitter 4).
 - Runs of instruction words that never occur in any answer ("You are managing a waiting
   line ...") become one *phrase* token each. The instructions are fixed per task, so this
   keeps the prompt short (about 3x fewer positions) without hiding any list item, digit or
@@ -42,12 +42,25 @@ SPECIALS = (PAD, MASK, EOS, SEP)
 # ends a number and opens the next key (`", "` a string's), `"}` ends a string and its object.
 # A field is then key, separator, value (2 tokens for a name, 1-2 for a number) and a comma
 # piece: an 8-field record fits in about 40 tokens. Text without JSON splits as with 2.
+# Splitter 4 makes every JSON punctuation token independent of the value's type: a name value
+# carries its own quotes (`"Hannah`, ` Webster"`, in the answer and in the prompt's
+# `key: "Hannah Webster"` lines alike, so the pointer still copies it), the key separator is
+# `": ` and the field end `, "` or `}` for a name as for a number. With splitter 3, `": "` /
+# `": ` said which type follows, so in an any-order record a committed separator fixed the
+# type of a key not yet chosen (the tiny model then wrote `"owner": Hannah Webster`). Every
+# field is still key, separator, two value tokens and an end: the layout follows from the
+# field count. Waiting Line lists (`["Susan Fox", "Philip Gray"]`) split as before.
 _PIECES = {
     1: re.compile(r' ?\["|", "|"\]| ?[A-Za-z]+| ?\d| ?[^\sA-Za-z\d]|\s+'),
     2: re.compile(r' ?\["|", "|"\]| ?[A-Za-z]{2,}|[A-Za-z\d]| ?[^\sA-Za-z\d]|\s+'),
     3: re.compile(r' ?\["|", "|"\]|\{"|": "|": |, "|"\}| ?[A-Za-z]{2,}|[A-Za-z\d]| ?[^\sA-Za-z\d]|\s+'),
+    4: re.compile(
+        r' ?\["|", "|"\]|\{"|": "(?![A-Z])|": |, "|"\}|: (?="[A-Z])'
+        r'|(?<=: )"[A-Z][A-Za-z]+(?= [A-Za-z])| [A-Z][A-Za-z]+"(?=, "[a-z_]+": |\}|\n)'
+        r'| ?[A-Za-z]{2,}|[A-Za-z\d]| ?[^\sA-Za-z\d]|\s+'
+    ),
 }
-SPLITTER = 3  # what `WordTokenizer.build` uses
+SPLITTER = 4  # what `WordTokenizer.build` uses
 _DIGIT = re.compile(r" ?\d")
 
 

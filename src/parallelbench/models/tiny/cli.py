@@ -49,10 +49,14 @@ def train(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar (the log is always written)."),
     validate_every: int = typer.Option(0, "--validate-every", min=0, help="Decode a validation stream (disjoint from the test sets) every N steps and export the best weights; 0 exports the last step."),
     validate_samples: int = typer.Option(16, "--validate-samples", min=1, help="Validation samples per training task (with --validate-every)."),
+    init_from: Optional[Path] = typer.Option(None, "--init-from", help="Warm start: seed the weights from a trained model folder (a `parallelbench train` OUT, or the shipped weights folder); rows of tokens both vocabularies share are carried over by text."),
+    task_weight: Optional[list[str]] = typer.Option(None, "--task-weight", help="NAME=W: this task's share of each chunk instead of the recipe's (repeatable; e.g. json_any_order=6)."),
 ) -> None:
     """Train the bundled tiny diffusion LM on the task generators' training streams.
 
     Example: parallelbench train --out runs/tiny --steps 11000 --validate-every 500
+
+    Warm start: parallelbench train --out runs/tiny-ft --init-from runs/tiny --steps 3000 --task-weight json_any_order=6
 
     Same seed and steps give the same weights on the same machine; --minutes stops early
     with a checkpoint and --resume continues it. The exported model (model.pt,
@@ -69,6 +73,15 @@ def train(
         unknown = [t for t in task_ids if t not in registry()]
         if unknown:
             raise typer.BadParameter(f"unknown task ids {unknown}; run `parallelbench tasks list`", param_hint="--tasks")
+    weights = {}
+    for item in task_weight or []:
+        name, _, value = item.partition("=")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise typer.BadParameter(f"{item!r} is not NAME=WEIGHT (e.g. json_any_order=6)", param_hint="--task-weight") from None
+    if init_from is not None and not init_from.is_dir():
+        raise typer.BadParameter(f"{init_from} is not a folder; pass a trained model folder", param_hint="--init-from")
     if resume and not (out / "checkpoint.pt").exists():
         raise typer.BadParameter(f"{out}/checkpoint.pt does not exist; drop --resume to start afresh", param_hint="--resume")
     from parallelbench.models.tiny.train import CheckpointError, TrainConfig, train as run_training
@@ -77,10 +90,11 @@ def train(
                       batch_size=batch_size, lr=lr, d_model=d_model, n_layers=layers, n_heads=heads,
                       d_ff=4 * d_model, threads=threads, tasks=task_ids, stop_at=stop_at,
                       grid=TrainConfig.grid if grid else 0, grid_bias=grid, grid_exclude=grid and grid_exclude, rank=rank,
-                      validate_every=validate_every, validate_samples=validate_samples)
+                      validate_every=validate_every, validate_samples=validate_samples,
+                      init_from=str(init_from) if init_from else None, task_weights=weights or None)
     try:
         folder = run_training(cfg, resume=resume, progress=progress)
-    except CheckpointError as exc:  # an unreadable or foreign checkpoint.pt on --resume
+    except (CheckpointError, FileNotFoundError) as exc:  # an unreadable checkpoint, a folder without weights
         _fail(str(exc))
     info = json.loads((folder / "config.json").read_text())
     console.print(f"[green]done:[/green] {info['train']['steps_done']} steps in {info['train']['seconds']:.0f} s; "

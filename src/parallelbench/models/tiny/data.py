@@ -56,8 +56,13 @@ def training_tasks(ids: Iterable[str] | None = None) -> list["Task"]:
     return [t for t in reg.values() if t.id.startswith(TRAIN_PREFIXES) and not t.id.endswith("-cot")]
 
 
-def task_weight(task: "Task") -> float:
-    return TASK_WEIGHT.get(task.id.split("/")[-1], 1.0)
+def task_weight(task: "Task", overrides: dict[str, float] | None = None) -> float:
+    """The task's share of each chunk: TASK_WEIGHT, or `overrides` by task id or short name."""
+    short = task.id.split("/")[-1]
+    for name in (task.id, short):
+        if overrides and name in overrides:
+            return float(overrides[name])
+    return TASK_WEIGHT.get(short, 1.0)
 
 
 def train_seed(task_id: str, chunk: int, seed: int) -> int:
@@ -172,20 +177,22 @@ class TrainingStream:
         batch_size: int,
         chunk_per_task: int = 512,
         guard: HeldOutGuard | None = None,
+        weights: dict[str, float] | None = None,
     ):
         self.tok, self.tasks, self.seed = tok, list(tasks), seed
+        self.weights = weights
         self.batch_size, self.chunk_per_task = batch_size, chunk_per_task
         self.guard = guard or HeldOutGuard(self.tasks)
         self._chunk_index = -1
         self._chunk: list[Example] = []
-        total = sum(task_weight(t) * chunk_per_task for t in self.tasks)
+        total = sum(task_weight(t, weights) * chunk_per_task for t in self.tasks)
         self.steps_per_chunk = max(1, int(total // batch_size))
 
     def chunk(self, c: int) -> list[Example]:
         if c != self._chunk_index:
             examples: list[Example] = []
             for i, task in enumerate(self.tasks):
-                size = int(round(task_weight(task) * self.chunk_per_task))
+                size = int(round(task_weight(task, self.weights) * self.chunk_per_task))
                 for s in train_split(task, c, self.seed, size):
                     if self.guard.keep(s):
                         examples.append(encode_sample(self.tok, s, task.max_new_tokens, i))
@@ -263,5 +270,10 @@ def extra_pieces() -> list[str]:
     from parallelbench.tasks.structured import FUNCTIONS, KEYS
 
     pieces += list(KEYS) + list(FUNCTIONS)
+    # a name as a JSON value carries its quotes (`"Susan`, ` Fox"`; splitter 4): every first
+    # and every last name once in a one-field record
+    firsts, lasts = names.get("first", []), names.get("last", [])
+    for i in range(max(len(firsts), len(lasts))):
+        pieces.append('{"customer": "%s %s"}' % (firsts[i % len(firsts)], lasts[i % len(lasts)]))
 
     return [p for x in pieces for p in split_pieces(x)]

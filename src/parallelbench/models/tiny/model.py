@@ -68,6 +68,12 @@ class TinyConfig:
     field_key: bool = False
     field_sep_ids: list[int] | None = None
     field_end_ids: list[int] | None = None
+    # Field-count embedding (needs `field_sep_ids`): a prompt token gets how many key separators
+    # stand up to it in the prompt (its field's line number), an answer token how many the whole
+    # prompt holds. The record's length follows from its field count, so "is slot j past the last
+    # field?" is read off directly instead of counting prompt lines through attention (without it
+    # the tiny model wrote a record's last field twice). Starts at zero.
+    field_count: bool = False
     # Grid embedding (row and column, as in TAPAS's table embeddings): after the latest
     # line break (`grid_line_ids`), the answer's start or a list opener, a token's row is
     # the number of row breaks (`grid_row_ids`) before it and its column the number of
@@ -161,6 +167,7 @@ class TinyDenoiser(nn.Module):
             self.next_tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
         if cfg.field_key:
             self.field_key = nn.Embedding(cfg.vocab_size, cfg.d_model)  # the pad id stands for "no field"
+        self.field_count = nn.Embedding(2 * FIELD_COUNT_MAX, cfg.d_model) if cfg.field_count else None
         if cfg.grid:
             self.grid_row = nn.Embedding(cfg.grid, cfg.d_model)
             self.grid_col = nn.Embedding(cfg.grid, cfg.d_model)
@@ -195,6 +202,8 @@ class TinyDenoiser(nn.Module):
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.apply(_init)
+        if self.field_count is not None:
+            nn.init.zeros_(self.field_count.weight)  # a warm start begins as the network it loads
         if cfg.tie:
             self.head.weight = self.tok.weight
 
@@ -261,6 +270,10 @@ class TinyDenoiser(nn.Module):
             hidden = src.masked_fill(~src_mask, self.cfg.pad_id)
             keys = field_keys(hidden, self.cfg.field_sep_ids or [], self.cfg.field_end_ids or [], self.cfg.pad_id)
             x = x + self.field_key(spread(keys))
+        if self.field_count is not None:
+            hidden = src.masked_fill(~src_mask, self.cfg.pad_id)
+            counts = field_counts(hidden, self.cfg.field_sep_ids or [], answer_segment(src, self.sep_id))
+            x = x + self.field_count(spread(counts))
         if self.list_pos is not None:
             x = x + self.list_pos(spread(list_positions(src, self.cfg.list_open_id, self.sep_id, self.cfg.list_pos)))
         if self.rank_proj is not None:
@@ -444,6 +457,16 @@ def field_keys(canvas: torch.Tensor, sep_ids: list[int], end_ids: list[int], non
     before = torch.cat([torch.full_like(canvas[:, :1], none_id), canvas[:, :-1]], 1)
     key = before.gather(1, sep.clamp(min=0))
     return torch.where((sep >= 0) & (sep > end), key, torch.full_like(key, none_id))
+
+
+FIELD_COUNT_MAX = 16  # field counts at or above it share one code
+
+
+def field_counts(canvas: torch.Tensor, sep_ids: list[int], in_answer: torch.Tensor) -> torch.Tensor:
+    """Codes of the field-count embedding: a prompt token, the key separators up to it in the
+    prompt; an answer token, FIELD_COUNT_MAX + the prompt's total (see TinyConfig.field_count)."""
+    seen = (_isin(canvas, sep_ids) & ~in_answer).long().cumsum(1).clamp(max=FIELD_COUNT_MAX - 1)
+    return torch.where(in_answer, FIELD_COUNT_MAX + seen[:, -1:], seen)
 
 
 def list_positions(canvas: torch.Tensor, open_id: int | None, sep_id: int, size: int) -> torch.Tensor:

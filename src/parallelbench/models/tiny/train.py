@@ -75,6 +75,9 @@ class TrainConfig:
     rank: bool = True  # alphabetical-rank features of every token; see TinyConfig.token_rank
     grid_clean: float = 0.0  # share of rows whose grid codes are read from the clean answer
     field_key: bool = True  # field-key embedding of `key: value` fields; see TinyConfig.field_key
+    field_count: bool = True  # field-count embedding (needs field_key); see TinyConfig.field_count
+    init_from: str | None = None  # warm start: a trained model folder whose weights seed this run's
+    task_weights: dict[str, float] | None = None  # per-task chunk shares replacing data.TASK_WEIGHT
     chunk_per_task: int = 512
     checkpoint_every: int = 250
     log_every: int = 25
@@ -154,7 +157,7 @@ def model_config(cfg: TrainConfig, tok: WordTokenizer) -> TinyConfig:
         grid=cfg.grid, grid_bias=cfg.grid_bias and cfg.grid > 0,
         grid_exclude=cfg.grid_exclude and cfg.grid_bias and cfg.grid > 0,
         token_rank=alphabetical_ranks(tok.tokens) if cfg.rank else None, **(grid_token_ids(tok) if cfg.grid else {}),
-        **(field_token_ids(tok) if cfg.field_key else {}),
+        **(field_token_ids(tok, cfg.field_count) if cfg.field_key else {}),
     )
 
 
@@ -165,12 +168,13 @@ FIELD_SEPARATORS = ('": "', '": ', ': "', ": ", ":")
 FIELD_ENDS = ('", "', ', "', '"}', "}", '{"', "{")
 
 
-def field_token_ids(tok: WordTokenizer) -> dict:
+def field_token_ids(tok: WordTokenizer, count: bool = False) -> dict:
     """The tokens of the field-key embedding (see TinyConfig.field_key): separators, and field
-    ends (the pieces above and every token holding a line break); off without separators."""
+    ends (the pieces above and every token holding a line break); off without separators.
+    `count` also turns on the field-count embedding, which counts the same separators."""
     seps = [tok.index[w] for w in FIELD_SEPARATORS if w in tok.index]
     ends = sorted({tok.index[w] for w in FIELD_ENDS if w in tok.index} | {i for w, i in tok.index.items() if "\n" in w})
-    return {"field_key": bool(seps), "field_sep_ids": seps, "field_end_ids": ends}
+    return {"field_key": bool(seps), "field_sep_ids": seps, "field_end_ids": ends, "field_count": bool(seps) and count}
 
 
 def grid_token_ids(tok: WordTokenizer) -> dict:
@@ -246,7 +250,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
             ) from None
         # Checkpoints from before the grid embedding existed trained without it.
         saved = TrainConfig(**{"grid": 0, "grid_bias": False, "grid_clean": 0.0, "grid_exclude": False, "rank": False,
-                               "field_key": False, **state["train_config"]})
+                               "field_key": False, "field_count": False, **state["train_config"]})
         # The run's identity comes from the checkpoint; only the stopping rule may change.
         saved.steps, saved.minutes, saved.out, saved.stop_at = cfg.steps, cfg.minutes, cfg.out, cfg.stop_at
         cfg = saved
@@ -269,6 +273,8 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
     )
     step, elapsed = 0, 0.0
     best = None  # {"step", "accuracy"} of the best validation so far
+    if state is None and cfg.init_from:
+        warm_start(model, tok, Path(cfg.init_from))
     if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
@@ -277,7 +283,7 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
     guard = HeldOutGuard(tasks)
     validation = [(t, validation_split(t, cfg.validate_samples, guard)) for t in tasks] if cfg.validate_every else None
     stream = TrainingStream(
-        tok, tasks, cfg.seed, cfg.batch_size, cfg.chunk_per_task, guard=guard
+        tok, tasks, cfg.seed, cfg.batch_size, cfg.chunk_per_task, guard=guard, weights=cfg.task_weights
     )
     loss_fn = _loss_fn(cfg.transition)
     # the uniform loss has no [MASK] tokens to scramble the grid codes
@@ -344,6 +350,59 @@ def train(cfg: TrainConfig, resume: bool = False, progress: bool = True) -> Path
     else:
         export(model, tok, out, cfg, step, elapsed, {"rule": "last step (no checkpoint selection)", "step": step})
     return out
+
+
+def _source_token(token: str, old: dict[str, int]) -> int | None:
+    """The old vocabulary's token whose rows seed a new token's: the same text, or the text
+    without the JSON quotes a splitter-4 name carries (`"Susan` <- `Susan`), or the prompt's
+    old `: "` for its new `: `."""
+    for cand in (token, token.strip('"'), token.lstrip('"'), token.rstrip('"'), token + '"'):
+        if cand in old:
+            return old[cand]
+    return None
+
+
+def warm_start(model: TinyDenoiser, tok: WordTokenizer, folder: Path) -> dict:
+    """Load a trained model's weights into a new network whose vocabulary may differ.
+
+    Parameters of equal shape are copied; rows indexed by token (embeddings, the output
+    head) are copied by token text (`_source_token`), so a tokenizer change keeps what the
+    old network knew about every word; new parameters keep their initialisation (zero for the
+    field-count embedding). Returns counts of what was carried over, for the log."""
+    names = [("model.pt", "config.json", "tokenizer.json"),
+             ("masked-model.pt", "masked-config.json", "masked-tokenizer.json")]
+    for weights, config, tokenizer in names:
+        if (folder / weights).exists():
+            break
+    else:
+        raise FileNotFoundError(f"--init-from {folder}: no model.pt (a `parallelbench train` folder) or "
+                                "masked-model.pt (the shipped weights) there; pass a trained model folder")
+    old_tok = WordTokenizer.load(folder / tokenizer)
+    old = torch.load(folder / weights, map_location="cpu", weights_only=True)
+    rows = torch.tensor([_source_token(t, old_tok.index) if _source_token(t, old_tok.index) is not None else -1
+                         for t in tok.tokens])
+    carried = {"copied": 0, "by_token": 0, "new": 0, "tokens_seeded": int((rows >= 0).sum()),
+               "tokens": len(tok.tokens)}
+    state = model.state_dict()
+    with torch.no_grad():
+        for name, value in state.items():
+            src = old.get(name)
+            if src is None:
+                carried["new"] += 1
+                continue
+            src = src.to(value.dtype)
+            if src.shape == value.shape and value.shape[:1] != (len(tok.tokens),):
+                value.copy_(src)
+                carried["copied"] += 1
+            elif value.dim() >= 1 and value.shape[0] == len(tok.tokens) and src.shape[0] == len(old_tok.tokens) \
+                    and src.shape[1:] == value.shape[1:]:
+                keep = rows >= 0
+                value[keep] = src[rows[keep]]
+                carried["by_token"] += 1
+            else:
+                carried["new"] += 1
+    model.load_state_dict(state)
+    return carried
 
 
 def export(
