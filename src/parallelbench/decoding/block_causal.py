@@ -238,7 +238,8 @@ def decode_block_causal(
         """What the next step needs on the host, read in one go, with the rows `done` [n] left out:
         [finished rows, its block a, the highest block of a row, the first column not stored, rows in
         the window, their focus positions]."""
-        act = (masked * shifted).amin(dim=1)  # active block - n_blocks; 0: no masked column
+        at = masked * shifted  # each masked column's block - n_blocks; 0 elsewhere
+        act = at.amin(dim=1)  # active block - n_blocks; 0: no masked column
         if holding:
             act = torch.where(held, a_held - n_blocks, act)
         act = act.masked_fill(done, 1)
@@ -246,8 +247,10 @@ def decode_block_causal(
         in_win = act == lowest
         parts = [done.sum(), lowest, act.masked_fill(done, -1 - n_blocks).amax(),
                  kv_upto.masked_fill(~in_win, grid.width).amin(), in_win.sum()]
-        if counted:
+        if counted and holding:
             parts.append((masked & in_win.unsqueeze(1) & (shifted == lowest)).sum())
+        elif counted:  # no row holds a block: a row outside the window has no masked column in block `lowest`
+            parts.append((at == lowest).sum())
         values = torch.stack(parts).tolist()
         values[1] += n_blocks
         values[2] += n_blocks
@@ -377,15 +380,25 @@ def decode_block_causal(
             view.count_focus(commit, n_focus if max_commits is None else min(n_focus, max_commits * n_step))
         tokens = view.x0 if decision.tokens is None else decision.tokens
         conf = view.confidence if decision.confidence is None else decision.confidence
-        new_gen = drafted = torch.where(commit, tokens, gen)
         here = c_own.unsqueeze(1)
+        # every row in the window and only commits: write the block's columns in place (no copies back)
+        in_place = (win.idx is None and log is None and shift is None and decision.edit is None
+                    and decision.remask is None)
+        if in_place:
+            new_gen = drafted = torch.where(commit, tokens, gen, out=gen)
+            new_masked = c_masked.bitwise_xor_(commit)  # commit is a subset of c_masked
+            torch.where(commit, here, c_order, out=c_order)
+            torch.where(commit, conf.float(), c_conf, out=c_conf)
+        else:
+            new_gen = drafted = torch.where(commit, tokens, gen)
         if decision.edit is not None:  # token-to-token edits of settled slots (edit-threshold)
             edit = decision.edit & ~c_masked & c_editable
             new_gen = torch.where(edit, tokens, new_gen)
             c_order = torch.where(edit, here, c_order)
-        new_masked = c_masked ^ commit  # commit is a subset of c_masked
-        c_order = torch.where(commit, here, c_order)
-        c_conf = torch.where(commit, conf.float(), c_conf)
+        if not in_place:
+            new_masked = c_masked ^ commit  # commit is a subset of c_masked
+            c_order = torch.where(commit, here, c_order)
+            c_conf = torch.where(commit, conf.float(), c_conf)
         slots = win.rows(out_slot)[:, win.c0 : win.c1]
         net = (commit & slots).sum(dim=1)
         c_remasks = None
@@ -409,10 +422,11 @@ def decode_block_causal(
             net = (~new_masked & c_editable & slots).sum(dim=1) - before
         c_held = None if decision.hold is None else decision.hold.to(device=device, dtype=torch.bool)
 
-        win.put_cols(canvas, new_gen, offset=h)
-        win.put_cols(masked, new_masked)
-        win.put_cols(order, c_order)
-        win.put_cols(commit_conf, c_conf)
+        if not in_place:
+            win.put_cols(canvas, new_gen, offset=h)
+            win.put_cols(masked, new_masked)
+            win.put_cols(order, c_order)
+            win.put_cols(commit_conf, c_conf)
         if c_remasks is not None:
             win.put_rows(remasks, c_remasks)
         if c_held is not None:

@@ -233,8 +233,9 @@ class StepView:
         p = torch.softmax(self._flat_logits, dim=-1)
         mask_p = None
         if self._bans_mask:
-            mask_p = p[:, self.mask_id].clone()
-            p[:, self.mask_id] = 0.0
+            column = p.select(1, self.mask_id)
+            mask_p = column.clone()
+            column.fill_(0.0)
         return p, mask_p
 
     @cached_property
