@@ -186,6 +186,7 @@ def decode_block_causal(
     kv = model.new_kv_cache(n_rows, grid.width) if cached else None
     in_block = torch.zeros(block, dtype=torch.long, device=device)
     no_block = torch.zeros(n_rows, dtype=torch.long, device=device)  # [n] view.block: the window is block 0
+    everywhere: dict[int, torch.Tensor] = {}  # view.in_block, all True, by the number of rows in the window
     nominal_blocks = max(1, -(-gen_length // block))
 
     state = strategy.init_state(n_rows, width, device)
@@ -236,8 +237,8 @@ def decode_block_causal(
 
     def next_call(done: torch.Tensor, a_held: int) -> list[int]:
         """What the next step needs on the host, read in one go, with the rows `done` [n] left out:
-        [finished rows, its block a, the highest block of a row, the first column not stored, rows in
-        the window, their focus positions]."""
+        [finished rows, its block a, the first column not stored, rows in the window (all live rows
+        when it equals their number), their focus positions]."""
         at = masked * shifted  # each masked column's block - n_blocks; 0 elsewhere
         act = at.amin(dim=1)  # active block - n_blocks; 0: no masked column
         if holding:
@@ -245,15 +246,13 @@ def decode_block_causal(
         act = act.masked_fill(done, 1)
         lowest = act.amin()
         in_win = act == lowest
-        parts = [done.sum(), lowest, act.masked_fill(done, -1 - n_blocks).amax(),
-                 kv_upto.masked_fill(~in_win, grid.width).amin(), in_win.sum()]
+        parts = [done.sum(), lowest, torch.where(in_win, kv_upto, grid.width).amin(), in_win.sum()]
         if counted and holding:
             parts.append((masked & in_win.unsqueeze(1) & (shifted == lowest)).sum())
         elif counted:  # no row holds a block: a row outside the window has no masked column in block `lowest`
             parts.append((at == lowest).sum())
         values = torch.stack(parts).tolist()
         values[1] += n_blocks
-        values[2] += n_blocks
         return values
 
     # One read of the device per step: its finished rows and the next call's layout; here for the set-up.
@@ -269,6 +268,7 @@ def decode_block_causal(
     a_prev, a_start = -1, 0  # the block of the last step and the step it began at
     epoch = 0  # counts changes of the live rows; with the block and first column, keys `layouts`
     layouts: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+    block_views: dict[tuple[int, int], tuple[torch.Tensor, ...]] = {}  # the block's column views, by (epoch, a)
     t = 0
     while n_live:
         if n_done:
@@ -291,11 +291,11 @@ def decode_block_causal(
                 "its step() must commit at least one token per step (or override max_steps)"
             )
 
-        a, top, start, n_win = plan[:4]
-        n_focus = plan[4] if counted else 0
+        a, start, n_win = plan[:3]
+        n_focus = plan[3] if counted else 0
         if a != a_prev:  # every row enters a block at the same step (lockstep)
             a_prev, a_start = a, t
-        idx = None if top == a else torch.nonzero_static(active_blocks(a_prev) == a, size=n_win).squeeze(1)
+        idx = None if n_win == n_live else torch.nonzero_static(active_blocks(a_prev) == a, size=n_win).squeeze(1)
         win = _Window(idx, a * block, (a + 1) * block)
         end = h + win.c1
 
@@ -321,18 +321,21 @@ def decode_block_causal(
                 win.put_rows(kv_upto, torch.clamp(c_upto, min=h + win.c0))
             logits = model.forward_cached(_fresh(c_canvas[:, start:end]), kv=kv, rows=c_rows, start=start,
                                           position_ids=c_pos, attention_bias=bias, store=store)
-            logits = logits[:, end - block - start :]
+            if end - block > start:  # the finished columns computed along: the block's logits only
+                logits = logits[:, end - block - start :]
         else:
             logits = model.forward(_fresh(c_canvas[:, :end]), attention_mask=c_mask, rows=c_rows, position_ids=c_pos,
                                    attention_bias=bias)
             logits = logits[:, h + win.c0 : end]
 
         # -------------------------------------------------------------- the strategy's step
-        gen = c_canvas[:, h + win.c0 : end]
-        c_masked = win.rows(masked)[:, win.c0 : win.c1]
-        c_editable = win.rows(editable)[:, win.c0 : win.c1]
-        c_order = win.rows(order)[:, win.c0 : win.c1]
-        c_conf = win.rows(commit_conf)[:, win.c0 : win.c1]
+        cut = block_views.get((epoch, a)) if win.idx is None else None
+        if cut is None:  # the block's columns; with every row in the window, views kept for the block's steps
+            cut = (c_canvas[:, h + win.c0 : end],
+                   *(win.rows(x)[:, win.c0 : win.c1] for x in (masked, editable, order, commit_conf, out_slot)))
+            if win.idx is None:
+                block_views = {(epoch, a): cut}
+        gen, c_masked, c_editable, c_order, c_conf, slots = cut
         c_own = win.rows(own_step)  # never written: own_step is replaced (all rows) or index_select copied it
         c_step = torch.full_like(c_own, t - a_start)  # steps spent in the block: the same for every row in it
         n_step = c_rows.shape[0]
@@ -344,7 +347,7 @@ def decode_block_causal(
             masked=c_masked,
             editable=c_editable,
             block_of=in_block,
-            block=no_block[:n_step],
+            block=no_block if n_step == n_rows else no_block[:n_step],
             block_step=c_step,
             step=c_own,
             rows=c_rows,
@@ -361,6 +364,9 @@ def decode_block_causal(
             aux={**context, "canvas": c_canvas, "attention_mask": c_real},
         )
         view.__dict__["candidates"] = c_masked  # the window is the active block
+        if n_step not in everywhere:
+            everywhere[n_step] = torch.ones((n_step, block), dtype=torch.bool, device=device)
+        view.__dict__["in_block"] = everywhere[n_step]
         if counted:
             view.count_focus(c_masked, n_focus)
             view.focus_masked = True
@@ -399,7 +405,6 @@ def decode_block_causal(
             new_masked = c_masked ^ commit  # commit is a subset of c_masked
             c_order = torch.where(commit, here, c_order)
             c_conf = torch.where(commit, conf.float(), c_conf)
-        slots = win.rows(out_slot)[:, win.c0 : win.c1]
         net = (commit & slots).sum(dim=1)
         c_remasks = None
         if decision.remask is not None:
@@ -422,7 +427,10 @@ def decode_block_causal(
             net = (~new_masked & c_editable & slots).sum(dim=1) - before
         c_held = None if decision.hold is None else decision.hold.to(device=device, dtype=torch.bool)
 
-        if not in_place:
+        if not in_place and win.idx is None:  # the block's views are the columns themselves
+            for dst, src in zip((cut[0], cut[1], cut[3], cut[4]), (new_gen, new_masked, c_order, c_conf)):
+                dst.copy_(src)
+        elif not in_place:
             win.put_cols(canvas, new_gen, offset=h)
             win.put_cols(masked, new_masked)
             win.put_cols(order, c_order)

@@ -32,7 +32,7 @@ def top_k(scores: torch.Tensor, candidates: torch.Tensor, k: torch.Tensor | int)
 
 def best(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
     """[b, G] each row's best-scoring candidate (the leftmost on a tie: top_k's rule, without a sort)."""
-    s = scores.float().masked_fill(~candidates, NEG_INF)
+    s = torch.where(candidates, scores.float(), NEG_INF)
     return torch.zeros_like(candidates).scatter_(1, s.argmax(dim=1, keepdim=True), True) & candidates
 
 
