@@ -186,6 +186,7 @@ def decode_block_causal(
     kv = model.new_kv_cache(n_rows, grid.width) if cached else None
     in_block = torch.zeros(block, dtype=torch.long, device=device)
     no_block = torch.zeros(n_rows, dtype=torch.long, device=device)  # [n] view.block: the window is block 0
+    step_in_block: dict[tuple[int, int], torch.Tensor] = {}  # view.block_step, by (rows in the window, step)
     everywhere: dict[int, torch.Tensor] = {}  # view.in_block, all True, by the number of rows in the window
     nominal_blocks = max(1, -(-gen_length // block))
 
@@ -337,8 +338,10 @@ def decode_block_causal(
                 block_views = {(epoch, a): cut}
         gen, c_masked, c_editable, c_order, c_conf, slots = cut
         c_own = win.rows(own_step)  # never written: own_step is replaced (all rows) or index_select copied it
-        c_step = torch.full_like(c_own, t - a_start)  # steps spent in the block: the same for every row in it
         n_step = c_rows.shape[0]
+        c_step = step_in_block.get((n_step, t - a_start))  # steps spent in the block: the same for every row in it
+        if c_step is None:
+            c_step = step_in_block[(n_step, t - a_start)] = torch.full_like(c_own, t - a_start)
         given = _window_state(state, win, n_live, width)
         seen = dict(given)
         view = StepView(
