@@ -42,6 +42,11 @@ def mix(x: torch.Tensor) -> torch.Tensor:
     return x ^ _shr(x, 31)
 
 
+def _to_unit(h: torch.Tensor) -> torch.Tensor:
+    """float32 uniforms in (0, 1) from hashes: 24 random bits, never 0 or 1."""
+    return (_shr(h, 40).to(torch.float32) + 0.5) * (1.0 / (1 << 24))
+
+
 def row_keys(rows: torch.Tensor, seed: int) -> torch.Tensor:
     """[b] int64 key of each row: a hash of seed + row."""
     return mix(rows.to(torch.long) + int(seed))
@@ -54,13 +59,14 @@ def uniform(keys: torch.Tensor, step: int, draw: int, shape: tuple[int, ...]) ->
     for s in shape:
         n *= int(s)
     base = mix(mix(keys + _signed(step * 0x632BE59BD9B4E019)) + _signed(draw * 0x85EBCA77C2B2AE63))
-    out = torch.empty((b, n), dtype=torch.float32, device=keys.device)
     rows_per_chunk = max(1, _CHUNK // max(n, 1))
     idx = torch.arange(n, device=keys.device, dtype=torch.long).unsqueeze(0)
+    if b <= rows_per_chunk:  # one chunk: no output buffer to copy into
+        return _to_unit(mix(base.unsqueeze(1) + idx * _GOLDEN)).view(b, *shape)
+    out = torch.empty((b, n), dtype=torch.float32, device=keys.device)
     for start in range(0, b, rows_per_chunk):
-        h = mix(base[start : start + rows_per_chunk].unsqueeze(1) + idx * _GOLDEN)
-        u = (_shr(h, 40).to(torch.float32) + 0.5) * (1.0 / (1 << 24))  # 24 random bits, never 0 or 1
-        out[start : start + rows_per_chunk] = u
+        chunk = base[start : start + rows_per_chunk].unsqueeze(1)
+        out[start : start + rows_per_chunk] = _to_unit(mix(chunk + idx * _GOLDEN))
     return out.view(b, *shape)
 
 
@@ -76,8 +82,7 @@ def uniform_at(keys: torch.Tensor, step: int, draw: int, index: torch.Tensor) ->
     ([N, K] int64) of the rows whose keys are `keys` ([N]): the same stream, hashed only
     where it is needed."""
     base = mix(mix(keys + _signed(step * 0x632BE59BD9B4E019)) + _signed(draw * 0x85EBCA77C2B2AE63))
-    h = mix(base.unsqueeze(1) + index.to(torch.long) * _GOLDEN)
-    return (_shr(h, 40).to(torch.float32) + 0.5) * (1.0 / (1 << 24))
+    return _to_unit(mix(base.unsqueeze(1) + index.to(torch.long) * _GOLDEN))
 
 
 def gumbel(keys: torch.Tensor, step: int, draw: int, shape: tuple[int, ...]) -> torch.Tensor:
