@@ -1,0 +1,93 @@
+"""Tensor ops the engine issues outside the model, per model call, on the block-causal stand-in.
+
+On the CPU stand-in the engine's share of a step is set by how many small ops it issues (each a
+few microseconds), not by their arithmetic; this counts them with a `TorchDispatchMode` that is
+switched off inside the model's forward (bench_strategies.py's stand-in: 2 layers, d 256,
+vocabulary 4,096, batch 8, prompt 32, 32 generated tokens, greedy, cache=block).
+
+    python benchmarks/count_step_ops.py                                  # every block-capable preset, blocks of 8
+    python benchmarks/count_step_ops.py --presets confidence-topk --blocks none --top 20   # the commonest ops
+    python benchmarks/count_step_ops.py --quick                          # seconds: two presets
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from bench_strategies import BlockCausalStandIn
+from parallelbench.decoding import build_strategy, decode, strategy_names
+
+
+class _Count(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops: collections.Counter = collections.Counter()
+        self.on = True
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if self.on:
+            self.ops[str(func)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+class _Uncounted:
+    """The stand-in with its forwards left out of the count."""
+
+    def __init__(self, net, mode: _Count):
+        self.net, self.mode, self.calls = net, mode, 0
+        for name in ("mask_id", "eos_id", "vocab_size", "block_causal", "block_size", "default_block_length",
+                     "cache_mode", "supports_kv_cache", "supports_attention_bias"):
+            setattr(self, name, getattr(net, name))
+        self.device, self.new_kv_cache = torch.device("cpu"), net.new_kv_cache
+
+    def _call(self, fn, *args, **kw):
+        self.mode.on, self.calls = False, self.calls + 1
+        try:
+            return fn(*args, **kw)
+        finally:
+            self.mode.on = True
+
+    def forward(self, *args, **kw):
+        return self._call(self.net, *args, **kw)
+
+    def forward_cached(self, *args, **kw):
+        return self._call(self.net.forward_cached, *args, **kw)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--presets", default="", help="comma-separated presets (default: every block-capable one)")
+    ap.add_argument("--blocks", default="8", help="block length, or 'none' for one block of 32")
+    ap.add_argument("--top", type=int, default=0, help="also list the N commonest ops of each preset")
+    ap.add_argument("--quick", action="store_true", help="confidence-topk and random only (a smoke run)")
+    args = ap.parse_args()
+    if args.quick:
+        args.presets = "confidence-topk,random"
+    torch.set_num_threads(1)
+    block = None if args.blocks == "none" else int(args.blocks)
+    unknown = [n for n in args.presets.split(",") if n and n not in strategy_names()]
+    if unknown:
+        sys.exit(f"error: unknown preset {unknown[0]!r}; valid: {', '.join(strategy_names())}")
+    names = [n for n in args.presets.split(",") if n] or [
+        n for n in strategy_names() if build_strategy(n).supports_block_causal and n != "indel-threshold"]
+    net = BlockCausalStandIn(4096, 256, 2, 4, 1024, "block", default_block_length=32)
+    g = torch.Generator().manual_seed(0)
+    prompts = [torch.randint(2, 4096, (32,), generator=g).tolist() for _ in range(8)]
+    print(f"{'preset':22s} {'calls':>5s} {'ops per call':>12s}")
+    for name in names:
+        mode = _Count()
+        model = _Uncounted(net, mode)
+        with mode:
+            decode(model, prompts, gen_length=32, strategy=build_strategy(name, block_length=block))
+        print(f"{name:22s} {model.calls:5d} {sum(mode.ops.values()) / model.calls:12.1f}")
+        for op, n in mode.ops.most_common(args.top):
+            print(f"    {n / model.calls:6.1f} {op}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
