@@ -261,24 +261,23 @@ class TinyDenoiser(nn.Module):
             return codes if back is None else codes.gather(1, back)
 
         x = self.tok(canvas)
+        hidden = src.masked_fill(~src_mask, self.cfg.pad_id)  # padding reads as [PAD] to every feature below
+        src_answer = answer_segment(src, self.sep_id)
         if self.cfg.neighbours:
-            hidden = src.masked_fill(~src_mask, self.cfg.pad_id)
             pad = torch.full_like(hidden[:, :1], self.cfg.pad_id)
             prev, nxt = torch.cat([pad, hidden[:, :-1]], 1), torch.cat([hidden[:, 1:], pad], 1)
             x = x + self.prev_tok(spread(prev)) + self.next_tok(spread(nxt))
         if self.cfg.field_key:
-            hidden = src.masked_fill(~src_mask, self.cfg.pad_id)
             keys = field_keys(hidden, self.cfg.field_sep_ids or [], self.cfg.field_end_ids or [], self.cfg.pad_id)
             x = x + self.field_key(spread(keys))
         if self.field_count is not None:
-            hidden = src.masked_fill(~src_mask, self.cfg.pad_id)
-            counts = field_counts(hidden, self.cfg.field_sep_ids or [], answer_segment(src, self.sep_id))
+            counts = field_counts(hidden, self.cfg.field_sep_ids or [], src_answer)
             x = x + self.field_count(spread(counts))
         if self.list_pos is not None:
             x = x + self.list_pos(spread(list_positions(src, self.cfg.list_open_id, self.sep_id, self.cfg.list_pos)))
         if self.rank_proj is not None:
             x = x + self.rank_proj(self.rank_table[canvas.clamp(0, self.cfg.vocab_size - 1)])
-        in_answer = spread(answer_segment(src, self.sep_id))
+        in_answer = spread(src_answer)
         relation = None
         if self.cfg.grid:
             if back is None:

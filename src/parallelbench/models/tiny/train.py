@@ -369,18 +369,19 @@ def warm_start(model: TinyDenoiser, tok: WordTokenizer, folder: Path) -> dict:
     head) are copied by token text (`_source_token`), so a tokenizer change keeps what the
     old network knew about every word; new parameters keep their initialisation (zero for the
     field-count embedding). Returns counts of what was carried over, for the log."""
-    names = [("model.pt", "config.json", "tokenizer.json"),
-             ("masked-model.pt", "masked-config.json", "masked-tokenizer.json")]
-    for weights, config, tokenizer in names:
-        if (folder / weights).exists():
+    from parallelbench.models.tiny import FILES, MASKED
+
+    for prefix in ("", MASKED):  # a `parallelbench train` folder, or the shipped weights/ folder
+        _, weights, tokenizer = (folder / (prefix + name) for name in FILES)
+        if weights.exists():
             break
     else:
         raise FileNotFoundError(f"--init-from {folder}: no model.pt (a `parallelbench train` folder) or "
                                 "masked-model.pt (the shipped weights) there; pass a trained model folder")
-    old_tok = WordTokenizer.load(folder / tokenizer)
-    old = torch.load(folder / weights, map_location="cpu", weights_only=True)
-    rows = torch.tensor([_source_token(t, old_tok.index) if _source_token(t, old_tok.index) is not None else -1
-                         for t in tok.tokens])
+    old_tok = WordTokenizer.load(tokenizer)
+    old = torch.load(weights, map_location="cpu", weights_only=True)
+    sources = [_source_token(t, old_tok.index) for t in tok.tokens]
+    rows = torch.tensor([-1 if i is None else i for i in sources])
     carried = {"copied": 0, "by_token": 0, "new": 0, "tokens_seeded": int((rows >= 0).sum()),
                "tokens": len(tok.tokens)}
     state = model.state_dict()
