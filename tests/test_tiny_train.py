@@ -99,6 +99,8 @@ def test_train_cli_rejects_a_bad_task_weight_and_a_missing_init_folder(tmp_path)
 
     bad = CliRunner().invoke(app, ["train", "--out", str(tmp_path / "x"), "--task-weight", "sort"])
     assert bad.exit_code == 2 and "NAME=WEIGHT" in bad.output
+    typo = CliRunner().invoke(app, ["train", "--out", str(tmp_path / "x"), "--task-weight", "jsn_any_order=6"])
+    assert typo.exit_code == 2 and "jsn_any_order is not a task of this run" in typo.output
     missing = CliRunner().invoke(app, ["train", "--out", str(tmp_path / "x"), "--init-from", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "not a folder" in missing.output
 

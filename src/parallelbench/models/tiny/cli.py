@@ -80,6 +80,14 @@ def train(
             weights[name.strip()] = float(value)
         except ValueError:
             raise typer.BadParameter(f"{item!r} is not NAME=WEIGHT (e.g. json_any_order=6)", param_hint="--task-weight") from None
+    if weights:
+        from parallelbench.models.tiny.data import training_tasks
+
+        known = {n for t in training_tasks(task_ids) for n in (t.id, t.id.split("/")[-1])}
+        stray = sorted(set(weights) - known)
+        if stray:
+            raise typer.BadParameter(f"{', '.join(stray)} is not a task of this run; name one by id or short name "
+                                     "(e.g. structured/json_any_order or json_any_order)", param_hint="--task-weight")
     if init_from is not None and not init_from.is_dir():
         raise typer.BadParameter(f"{init_from} is not a folder; pass a trained model folder", param_hint="--init-from")
     if resume and not (out / "checkpoint.pt").exists():
