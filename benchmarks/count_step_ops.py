@@ -1,7 +1,10 @@
 """Tensor ops the engine issues outside the model, per model call, on the block-causal stand-in.
 
-On the CPU stand-in the engine's share of a step is set by how many small ops it issues (each a
-few microseconds), not by their arithmetic; this counts them with a `TorchDispatchMode` that is
+On the CPU stand-in the engine's share of a step is set by how many small ops it issues, not by
+their arithmetic, and above all by how many *kinds*: right after the model's forward the first op
+of a kind costs some 20-90 microseconds on this machine (its code is no longer in the caches), a
+second op of the same kind about 3. This counts both (`kinds per call`: distinct aten ops between
+two model calls, averaged) with a `TorchDispatchMode` that is
 switched off inside the model's forward (bench_strategies.py's stand-in: 2 layers, d 256,
 vocabulary 4,096, batch 8, prompt 32, 32 generated tokens, greedy, cache=block).
 
@@ -28,11 +31,18 @@ class _Count(TorchDispatchMode):
         super().__init__()
         self.ops: collections.Counter = collections.Counter()
         self.on = True
+        self.kinds: set[str] = set()  # the op kinds of the current step
+        self.distinct = 0  # distinct op kinds, summed over the steps
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if self.on:
             self.ops[str(func)] += 1
+            self.kinds.add(str(func))
         return func(*args, **(kwargs or {}))
+
+    def step_ends(self) -> None:
+        self.distinct += len(self.kinds)
+        self.kinds = set()
 
 
 class _Uncounted:
@@ -46,6 +56,7 @@ class _Uncounted:
         self.device, self.new_kv_cache = torch.device("cpu"), net.new_kv_cache
 
     def _call(self, fn, *args, **kw):
+        self.mode.step_ends()
         self.mode.on, self.calls = False, self.calls + 1
         try:
             return fn(*args, **kw)
@@ -78,13 +89,15 @@ def main() -> None:
     net = BlockCausalStandIn(4096, 256, 2, 4, 1024, "block", default_block_length=32)
     g = torch.Generator().manual_seed(0)
     prompts = [torch.randint(2, 4096, (32,), generator=g).tolist() for _ in range(8)]
-    print(f"{'preset':22s} {'calls':>5s} {'ops per call':>12s}")
+    print(f"{'preset':22s} {'calls':>5s} {'ops per call':>12s} {'kinds per call':>14s}")
     for name in names:
         mode = _Count()
         model = _Uncounted(net, mode)
         with mode:
             decode(model, prompts, gen_length=32, strategy=build_strategy(name, block_length=block))
-        print(f"{name:22s} {model.calls:5d} {sum(mode.ops.values()) / model.calls:12.1f}")
+        mode.step_ends()
+        print(f"{name:22s} {model.calls:5d} {sum(mode.ops.values()) / model.calls:12.1f} "
+              f"{mode.distinct / model.calls:14.1f}")
         for op, n in mode.ops.most_common(args.top):
             print(f"    {n / model.calls:6.1f} {op}")
 
