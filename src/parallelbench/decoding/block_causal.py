@@ -138,7 +138,7 @@ def _log_step(log: RepairLog, win: _Window, region: torch.Tensor, masked: torch.
     log.update(full_drafted, region, masked, editable, full_fill)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def decode_block_causal(
     model: "BlockCausalModel",
     prompts: "Sequence[Sequence[int]] | torch.Tensor",
@@ -247,7 +247,7 @@ def decode_block_causal(
         act = act.masked_fill(done, 1)
         lowest = act.amin()
         in_win = act == lowest
-        parts = [done.sum(), lowest, torch.where(in_win, kv_upto, grid.width).amin(), in_win.sum()]
+        parts = [done.sum(), lowest, kv_upto.masked_fill(~in_win, grid.width).amin(), in_win.sum()]
         if counted and holding:
             parts.append((masked & in_win.unsqueeze(1) & (shifted == lowest)).sum())
         elif counted:  # no row holds a block: a row outside the window has no masked column in block `lowest`
