@@ -52,6 +52,11 @@ def _check_cache(model: Any) -> None:
         )
 
 
+def _float(x: torch.Tensor) -> torch.Tensor:
+    """x as float32; float32 itself without a call into torch (one op fewer per step)."""
+    return x if x.dtype == torch.float32 else x.float()
+
+
 def _fresh(ids: torch.Tensor) -> torch.Tensor:
     """A contiguous copy of canvas columns: the engine updates its canvas in place, a model may keep its input."""
     return ids.clone() if ids.is_contiguous() else ids.contiguous()
@@ -236,12 +241,15 @@ def decode_block_causal(
     # and a row's leftmost masked block one amin with 0 for "none" (fewer, cheaper ops per step)
     shifted = (block_of_column - n_blocks).unsqueeze(0)
 
-    def next_call(done: torch.Tensor, a_held: int) -> list[int]:
+    def next_call(done: torch.Tensor | None, a_held: int) -> tuple[list[int], torch.Tensor]:
         """What the next step needs on the host, read in one go, with the rows `done` [n] left out:
         [finished rows, its block a, the first column not stored, rows in the window (all live rows
-        when it equals their number), their focus positions]."""
+        when it equals their number), their focus positions], and `done`. done=None: the rows with
+        no masked column (right when no row holds a block and none stops at EOS)."""
         at = masked * shifted  # each masked column's block - n_blocks; 0 elsewhere
         act = at.amin(dim=1)  # active block - n_blocks; 0: no masked column
+        if done is None:
+            done = act == 0
         if holding:
             act = torch.where(held, a_held - n_blocks, act)
         act = act.masked_fill(done, 1)
@@ -254,13 +262,13 @@ def decode_block_causal(
             parts.append((at == lowest).sum())
         values = torch.stack(parts).tolist()
         values[1] += n_blocks
-        return values
+        return values, done
 
     # One read of the device per step: its finished rows and the next call's layout; here for the set-up.
     done = ~masked.any(dim=1)  # rows a template fills completely cost nothing
     going = ~done
     holding = False  # whether `held` may hold a True
-    values = next_call(done, -1)
+    values, _ = next_call(done, -1)
     n_done, plan = values[0], values[1:]
     if n_done:
         finish(torch.nonzero_static(done, size=n_done).squeeze(1))
@@ -397,7 +405,7 @@ def decode_block_causal(
             new_gen = drafted = torch.where(commit, tokens, gen, out=gen)
             new_masked = c_masked.bitwise_xor_(commit)  # commit is a subset of c_masked
             torch.where(commit, here, c_order, out=c_order)
-            torch.where(commit, conf.float(), c_conf, out=c_conf)
+            torch.where(commit, _float(conf), c_conf, out=c_conf)
         else:
             new_gen = drafted = torch.where(commit, tokens, gen)
         if decision.edit is not None:  # token-to-token edits of settled slots (edit-threshold)
@@ -407,7 +415,7 @@ def decode_block_causal(
         if not in_place:
             new_masked = c_masked ^ commit  # commit is a subset of c_masked
             c_order = torch.where(commit, here, c_order)
-            c_conf = torch.where(commit, conf.float(), c_conf)
+            c_conf = torch.where(commit, _float(conf), c_conf)
         net = (commit & slots).sum(dim=1)
         c_remasks = None
         if decision.remask is not None:
@@ -455,12 +463,14 @@ def decode_block_causal(
             history.append((c_rows, win.rows(canvas)[:, h:].gather(1, win.rows(out_cols))))
 
         # -------------------------------------------------------------- finished rows
-        c_all_masked = win.rows(masked)
-        c_done = ~c_all_masked.any(dim=1)
-        fill = None
+        fill = done = None  # None: the rows with no masked column, found in next_call's read
+        stops = strategy.options.stop_at_eos
+        if c_held is not None or holding or stops:
+            c_all_masked = win.rows(masked)
+            c_done = ~c_all_masked.any(dim=1)
         if c_held is not None:
             c_done = c_done & ~c_held
-        if strategy.options.stop_at_eos:  # stop once the block holding the first EOS is complete
+        if stops:  # stop once the block holding the first EOS is complete
             region = win.rows(canvas)[:, h:]
             seen_eos = ((region[:, : win.c1] == eos_id) & win.rows(generated)[:, : win.c1]).any(dim=1)
             stop = ~new_masked.any(dim=1) & seen_eos
@@ -473,10 +483,11 @@ def decode_block_causal(
             c_done = c_done | stop
         if log is not None:
             _log_step(log, win, canvas[:, h:], masked, editable, drafted, shift, fill)
-        done = c_done if win.idx is None else torch.zeros(n_live, dtype=torch.bool, device=device).index_copy_(
-            0, win.idx, c_done)
+        if c_held is not None or holding or stops:
+            done = c_done if win.idx is None else torch.zeros(n_live, dtype=torch.bool, device=device).index_copy_(
+                0, win.idx, c_done)
         # the step's one read of the device: finished rows and the next call's layout
-        values = next_call(done, a_prev)
+        values, done = next_call(done, a_prev)
         n_done, plan = values[0], values[1:]
         if n_done:
             going = ~done
