@@ -57,9 +57,12 @@ _PLAIN_UP_TO = 1 << 17
 def _chunk(x: torch.Tensor) -> int | None:
     """The chunk width of row_max's chunked search over [N, V], or None for a plain max(dim)."""
     n, v = x.shape
-    if n == 0 or x.device.type != "cpu" or n * v <= _PLAIN_UP_TO:
+    if n * v <= _PLAIN_UP_TO or not x.is_cpu:  # is_cpu: no torch.device object made
         return None
-    return next((c for c in (128, 64, 32) if v % c == 0 and v >= 4 * c), None)
+    for c in (128, 64, 32):
+        if v % c == 0 and v >= 4 * c:
+            return c
+    return None
 
 
 def _winner(blocks: torch.Tensor, block: torch.Tensor) -> torch.Tensor:
