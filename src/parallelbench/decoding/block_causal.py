@@ -275,8 +275,9 @@ def decode_block_causal(
     n_live = n_rows - n_done
     waited = False  # whether any row has sat a step out (then own steps lag behind t)
     a_prev, a_start = -1, 0  # the block of the last step and the step it began at
-    epoch = 0  # counts changes of the live rows; with the block and first column, keys `layouts`
-    layouts: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+    epoch = 0  # counts changes of the live rows; with the block, keys `layouts`
+    # the last call's layout, by (epoch, block): its first column, position ids, attention mask and bias
+    layouts: dict[tuple[int, int], tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]] = {}
     block_views: dict[tuple[int, int], tuple[torch.Tensor, ...]] = {}  # the block's column views, by (epoch, a)
     t = 0
     while n_live:
@@ -313,14 +314,19 @@ def decode_block_causal(
         c_rows, c_canvas, c_real = win.rows(rows), win.rows(canvas), win.rows(real)
         first = 0 if kv is None else start  # first column the call computes
         key = (epoch, a, first)
-        if win.idx is None and key in layouts:  # the same rows and columns as the previous call
-            c_pos, c_mask, bias = layouts[key]
+        known = layouts.get(key[:2]) if win.idx is None else None  # (first column, position ids, mask, bias)
+        if known is not None and known[0] == first:  # the same rows and columns as the previous call
+            c_pos, c_mask, bias = known[1:]
+        elif known is not None and known[0] < first:  # the block's later calls: the last query rows of its first
+            cut = first - known[0]
+            c_pos, c_mask, bias = known[1][:, cut:].contiguous(), known[2], known[3][:, cut:].contiguous()
+            layouts[key[:2]] = (first, c_pos, c_mask, bias)
         else:
             c_pos, c_mask = win.rows(positions)[:, first:end].contiguous(), c_real[:, :end].contiguous()
             bias = block_causal_bias(c_real, win.rows(blk), first, end)
             if win.idx is None:
                 layouts.clear()
-                layouts[key] = (c_pos, c_mask, bias)
+                layouts[key[:2]] = (first, c_pos, c_mask, bias)
         if kv is not None:
             store = None
             if start < h + win.c0:  # the call also computes finished columns: store the new ones
