@@ -18,6 +18,8 @@ same tokens (checked).
     python benchmarks/bench_engine_paired.py --baseline-src /tmp/base/src   # e.g. a `git worktree` of main
     python benchmarks/bench_engine_paired.py --baseline-src /tmp/base/src --presets eb,entropy-topk --blocks none
     python benchmarks/bench_engine_paired.py --block-causal cache --baseline-src /tmp/base/src   # cache=block
+    python benchmarks/bench_engine_paired.py --block-causal cache --with-forward --baseline-src /tmp/base/src
+                                                       # the engine from cold caches, as in a real decode
     python benchmarks/bench_engine_paired.py --quick   # seconds; the tree against itself
 """
 
@@ -92,8 +94,12 @@ class Recorder:
 
 
 class Replay:
-    def __init__(self, rec: Recorder):
-        self.outputs, self.i = rec.outputs, 0
+    """Hands back the recorded logits. With `burn` (a callable), also runs it in each call, its time
+    kept in `burned`: a real forward between the engine's steps, which leaves the engine's code and
+    data out of the caches the way a decode does (without it a replay measures a warm engine)."""
+
+    def __init__(self, rec: Recorder, burn=None):
+        self.outputs, self.i, self.burn, self.burned = rec.outputs, 0, burn, 0.0
         self.mask_id, self.eos_id, self.vocab_size, self.device = rec.mask_id, rec.eos_id, rec.vocab_size, rec.device
         self.supports_attention_bias = rec.supports_attention_bias
         for name in BLOCK_CAUSAL:
@@ -103,6 +109,10 @@ class Replay:
     def forward(self, canvas, **kw):
         out = self.outputs[self.i]
         self.i += 1
+        if self.burn is not None:
+            t0 = CLOCK()
+            self.burn()
+            self.burned += CLOCK() - t0
         return out
 
     def new_kv_cache(self, batch, length):
@@ -118,6 +128,9 @@ def main() -> None:
     ap.add_argument("--blocks", default="none,8", help="block lengths ('none' = one block)")
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--json", help="also write every row to this JSON file")
+    ap.add_argument("--with-forward", action="store_true",
+                    help="run a real forward of the stand-in (not timed) in every replayed call, so the engine "
+                         "works from cold caches as in a real decode")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, two presets: a seconds-long smoke run")
     ap.add_argument("--block-causal", choices=("off", "nocache", "cache"), default="off",
                     help="decode bench_strategies.py's block-causal stand-in (cache: the exact KV cache); "
@@ -153,11 +166,14 @@ def main() -> None:
     verifier = StandIn(vocab, dim, 1, heads, 4 * dim, causal=True, seed=1)
     g = torch.Generator().manual_seed(0)
     prompts = [torch.randint(2, vocab, (prompt,), generator=g).tolist() for _ in range(batch)]
+    burn_ids = torch.randint(2, vocab, (batch, prompt + 8), generator=g)
+    burn = (lambda: net(burn_ids)) if args.with_forward else None
     rows = []
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
         old = load_baseline(src, Path(tmp))
         print(f"# baseline {src}; stand-in d={dim} layers={layers} vocab={vocab}; batch {batch}, prompt {prompt}, "
               f"gen {gen}; greedy; process CPU time; 1 torch thread; engine = median of {args.repeats} paired replays"
+              + ("; a real forward in every replayed call (not timed)" if args.with_forward else "")
               + ("" if args.block_causal == "off" else f"; block-causal stand-in, {args.block_causal}"))
         print(f"{'preset':22s} {'blocks':>6s} {'calls':>5s} {'model ms':>9s} {'engine ms old':>13s} {'new':>7s} "
               f"{'overhead old':>12s} {'new':>6s} {'change':>7s}")
@@ -177,9 +193,10 @@ def main() -> None:
                 t_old, t_new = [], []
                 for _ in range(args.repeats):
                     for lib, s, out in ((old, s_old, t_old), (current, s_new, t_new)):
+                        replay = Replay(rec, burn)
                         t0 = CLOCK()
-                        lib.decode(Replay(rec), prompts, gen, s, verifier=Replay(vrec))
-                        out.append(CLOCK() - t0)
+                        lib.decode(replay, prompts, gen, s, verifier=Replay(vrec, burn))
+                        out.append(CLOCK() - t0 - replay.burned)
                 m = min(model_s)
                 row = {"preset": name, "block_length": block, "calls": len(rec.outputs), "model_s": m,
                        "engine_old_s": statistics.median(t_old), "engine_new_s": statistics.median(t_new),

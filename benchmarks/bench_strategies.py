@@ -303,7 +303,9 @@ def main() -> None:
     with torch.no_grad():
         for name in names:
             for block in blocks:
-                strategy = build_strategy(name, block_length=block)
+                # the stand-in declares no DELETE / SPLIT tokens: give indel-threshold two ids of its vocabulary
+                extra = {"delete_token": 2, "split_token": 3} if name == "indel-threshold" else {}
+                strategy = build_strategy(name, block_length=block, **extra)
                 r = measure(model, verifier, prompts, args.gen, strategy, args.repeats, clock, sync)
                 bare = (bare_steps(model, prompts, args.gen, r["rows_per_step"], args.repeats, clock, sync)
                         if args.block_causal == "off" else float("nan"))

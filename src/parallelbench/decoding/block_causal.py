@@ -52,6 +52,11 @@ def _check_cache(model: Any) -> None:
         )
 
 
+def _float(x: torch.Tensor) -> torch.Tensor:
+    """x as float32; float32 itself without a call into torch (one op fewer per step)."""
+    return x if x.dtype == torch.float32 else x.float()
+
+
 def _fresh(ids: torch.Tensor) -> torch.Tensor:
     """A contiguous copy of canvas columns: the engine updates its canvas in place, a model may keep its input."""
     return ids.clone() if ids.is_contiguous() else ids.contiguous()
@@ -138,7 +143,7 @@ def _log_step(log: RepairLog, win: _Window, region: torch.Tensor, masked: torch.
     log.update(full_drafted, region, masked, editable, full_fill)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def decode_block_causal(
     model: "BlockCausalModel",
     prompts: "Sequence[Sequence[int]] | torch.Tensor",
@@ -236,39 +241,43 @@ def decode_block_causal(
     # and a row's leftmost masked block one amin with 0 for "none" (fewer, cheaper ops per step)
     shifted = (block_of_column - n_blocks).unsqueeze(0)
 
-    def next_call(done: torch.Tensor, a_held: int) -> list[int]:
+    def next_call(done: torch.Tensor | None, a_held: int) -> tuple[list[int], torch.Tensor]:
         """What the next step needs on the host, read in one go, with the rows `done` [n] left out:
         [finished rows, its block a, the first column not stored, rows in the window (all live rows
-        when it equals their number), their focus positions]."""
+        when it equals their number), their focus positions], and `done`. done=None: the rows with
+        no masked column (right when no row holds a block and none stops at EOS)."""
         at = masked * shifted  # each masked column's block - n_blocks; 0 elsewhere
         act = at.amin(dim=1)  # active block - n_blocks; 0: no masked column
+        if done is None:
+            done = act == 0
         if holding:
             act = torch.where(held, a_held - n_blocks, act)
         act = act.masked_fill(done, 1)
         lowest = act.amin()
         in_win = act == lowest
-        parts = [done.sum(), lowest, torch.where(in_win, kv_upto, grid.width).amin(), in_win.sum()]
+        parts = [done.sum(), lowest, kv_upto.masked_fill(~in_win, grid.width).amin(), in_win.sum()]
         if counted and holding:
             parts.append((masked & in_win.unsqueeze(1) & (shifted == lowest)).sum())
         elif counted:  # no row holds a block: a row outside the window has no masked column in block `lowest`
             parts.append((at == lowest).sum())
         values = torch.stack(parts).tolist()
         values[1] += n_blocks
-        return values
+        return values, done
 
     # One read of the device per step: its finished rows and the next call's layout; here for the set-up.
     done = ~masked.any(dim=1)  # rows a template fills completely cost nothing
     going = ~done
     holding = False  # whether `held` may hold a True
-    values = next_call(done, -1)
+    values, _ = next_call(done, -1)
     n_done, plan = values[0], values[1:]
     if n_done:
         finish(torch.nonzero_static(done, size=n_done).squeeze(1))
     n_live = n_rows - n_done
     waited = False  # whether any row has sat a step out (then own steps lag behind t)
     a_prev, a_start = -1, 0  # the block of the last step and the step it began at
-    epoch = 0  # counts changes of the live rows; with the block and first column, keys `layouts`
-    layouts: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+    epoch = 0  # counts changes of the live rows; with the block, keys `layouts`
+    # the last call's layout, by (epoch, block): its first column, position ids, attention mask and bias
+    layouts: dict[tuple[int, int], tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]] = {}
     block_views: dict[tuple[int, int], tuple[torch.Tensor, ...]] = {}  # the block's column views, by (epoch, a)
     t = 0
     while n_live:
@@ -305,14 +314,19 @@ def decode_block_causal(
         c_rows, c_canvas, c_real = win.rows(rows), win.rows(canvas), win.rows(real)
         first = 0 if kv is None else start  # first column the call computes
         key = (epoch, a, first)
-        if win.idx is None and key in layouts:  # the same rows and columns as the previous call
-            c_pos, c_mask, bias = layouts[key]
+        known = layouts.get(key[:2]) if win.idx is None else None  # (first column, position ids, mask, bias)
+        if known is not None and known[0] == first:  # the same rows and columns as the previous call
+            c_pos, c_mask, bias = known[1:]
+        elif known is not None and known[0] < first:  # the block's later calls: the last query rows of its first
+            cut = first - known[0]
+            c_pos, c_mask, bias = known[1][:, cut:].contiguous(), known[2], known[3][:, cut:].contiguous()
+            layouts[key[:2]] = (first, c_pos, c_mask, bias)
         else:
             c_pos, c_mask = win.rows(positions)[:, first:end].contiguous(), c_real[:, :end].contiguous()
             bias = block_causal_bias(c_real, win.rows(blk), first, end)
             if win.idx is None:
                 layouts.clear()
-                layouts[key] = (c_pos, c_mask, bias)
+                layouts[key[:2]] = (first, c_pos, c_mask, bias)
         if kv is not None:
             store = None
             if start < h + win.c0:  # the call also computes finished columns: store the new ones
@@ -397,7 +411,7 @@ def decode_block_causal(
             new_gen = drafted = torch.where(commit, tokens, gen, out=gen)
             new_masked = c_masked.bitwise_xor_(commit)  # commit is a subset of c_masked
             torch.where(commit, here, c_order, out=c_order)
-            torch.where(commit, conf.float(), c_conf, out=c_conf)
+            torch.where(commit, _float(conf), c_conf, out=c_conf)
         else:
             new_gen = drafted = torch.where(commit, tokens, gen)
         if decision.edit is not None:  # token-to-token edits of settled slots (edit-threshold)
@@ -407,7 +421,7 @@ def decode_block_causal(
         if not in_place:
             new_masked = c_masked ^ commit  # commit is a subset of c_masked
             c_order = torch.where(commit, here, c_order)
-            c_conf = torch.where(commit, conf.float(), c_conf)
+            c_conf = torch.where(commit, _float(conf), c_conf)
         net = (commit & slots).sum(dim=1)
         c_remasks = None
         if decision.remask is not None:
@@ -455,12 +469,14 @@ def decode_block_causal(
             history.append((c_rows, win.rows(canvas)[:, h:].gather(1, win.rows(out_cols))))
 
         # -------------------------------------------------------------- finished rows
-        c_all_masked = win.rows(masked)
-        c_done = ~c_all_masked.any(dim=1)
-        fill = None
+        fill = done = None  # None: the rows with no masked column, found in next_call's read
+        stops = strategy.options.stop_at_eos
+        if c_held is not None or holding or stops:
+            c_all_masked = win.rows(masked)
+            c_done = ~c_all_masked.any(dim=1)
         if c_held is not None:
             c_done = c_done & ~c_held
-        if strategy.options.stop_at_eos:  # stop once the block holding the first EOS is complete
+        if stops:  # stop once the block holding the first EOS is complete
             region = win.rows(canvas)[:, h:]
             seen_eos = ((region[:, : win.c1] == eos_id) & win.rows(generated)[:, : win.c1]).any(dim=1)
             stop = ~new_masked.any(dim=1) & seen_eos
@@ -473,10 +489,11 @@ def decode_block_causal(
             c_done = c_done | stop
         if log is not None:
             _log_step(log, win, canvas[:, h:], masked, editable, drafted, shift, fill)
-        done = c_done if win.idx is None else torch.zeros(n_live, dtype=torch.bool, device=device).index_copy_(
-            0, win.idx, c_done)
+        if c_held is not None or holding or stops:
+            done = c_done if win.idx is None else torch.zeros(n_live, dtype=torch.bool, device=device).index_copy_(
+                0, win.idx, c_done)
         # the step's one read of the device: finished rows and the next call's layout
-        values = next_call(done, a_prev)
+        values, done = next_call(done, a_prev)
         n_done, plan = values[0], values[1:]
         if n_done:
             going = ~done

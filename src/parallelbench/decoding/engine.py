@@ -37,7 +37,7 @@ def _eos_stop(gen: torch.Tensor, masked: torch.Tensor, eos_id: int) -> tuple[tor
     return (first < g) & ~masked_before, first
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def decode(
     model: "MaskedDiffusionModel",
     prompts: "Sequence[Sequence[int]] | torch.Tensor",

@@ -32,8 +32,10 @@ def top_k(scores: torch.Tensor, candidates: torch.Tensor, k: torch.Tensor | int)
 
 def best(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
     """[b, G] each row's best-scoring candidate (the leftmost on a tie: top_k's rule, without a sort)."""
-    s = torch.where(candidates, scores.float(), NEG_INF)
-    return torch.zeros_like(candidates).scatter_(1, s.argmax(dim=1, keepdim=True), True) & candidates
+    # masked_fill / eq rather than where with a scalar / scatter: op kinds the step already ran
+    s = (scores if scores.dtype == torch.float32 else scores.float()).masked_fill(~candidates, NEG_INF)
+    slots = torch.arange(s.shape[1], device=s.device)
+    return (slots == s.argmax(dim=1, keepdim=True)) & candidates
 
 
 def with_fallback(chosen: torch.Tensor, scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:

@@ -11,12 +11,28 @@ N committable positions rather than O(G x V) for the whole generation region.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import torch
 
 from parallelbench.decoding import sampling
+
+
+class cached_property:  # noqa: N801 - the name and behaviour of functools.cached_property
+    """functools.cached_property without the lock Python 3.11 takes on every first read (a view
+    is used by one thread; the lock cost several microseconds per property per step)."""
+
+    def __init__(self, fn):
+        self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
 
 
 def rows_of(x: torch.Tensor, r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
@@ -32,18 +48,42 @@ def rows_of(x: torch.Tensor, r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     return lines.index_select(0, r * per_row + p)
 
 
+# Up to this many elements a plain max(dim) is cheaper than the chunked search: its five extra ops
+# each cost tens of microseconds right after a model's forward (their code is no longer cached),
+# more than the chunks save on a few rows (one step's focus positions at batch 8, vocabulary 4,096).
+_PLAIN_UP_TO = 1 << 17
+
+
+def _chunk(x: torch.Tensor) -> int | None:
+    """The chunk width of row_max's chunked search over [N, V], or None for a plain max(dim)."""
+    n, v = x.shape
+    if n * v <= _PLAIN_UP_TO or not x.is_cpu:  # is_cpu: no torch.device object made
+        return None
+    for c in (128, 64, 32):
+        if v % c == 0 and v >= 4 * c:
+            return c
+    return None
+
+
+def _winner(blocks: torch.Tensor, block: torch.Tensor) -> torch.Tensor:
+    """[N, chunk] the chunk `block[i]` of each row of blocks [N, chunks, chunk] (a copy; one gather,
+    cheaper than advanced indexing)."""
+    n, _, width = blocks.shape
+    return blocks.gather(1, block.view(n, 1, 1).expand(n, 1, width)).view(n, width)
+
+
 def row_max(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(values, indices) of each row's maximum of [N, V], the first index on a tie, exactly like
-    x.max(dim=-1). Reduces chunks of the row with the vectorised amax first and looks for the
-    index only inside the winning chunk: about 5x faster than max(dim) on the CPU."""
+    x.max(dim=-1). On many rows, reduces chunks of the row with the vectorised amax first and looks
+    for the index only inside the winning chunk: about 5x faster than max(dim) on the CPU."""
     n, v = x.shape
-    chunk = next((c for c in (128, 64, 32) if v % c == 0 and v >= 4 * c), None)
-    if chunk is None or n == 0 or x.device.type != "cpu":
+    chunk = _chunk(x)
+    if chunk is None:
         values, indices = x.max(dim=-1)
         return values, indices
     blocks = x.view(n, v // chunk, chunk) if x.is_contiguous() else x.reshape(n, v // chunk, chunk)
     values, block = blocks.amax(dim=-1).max(dim=-1)  # the first chunk holding the maximum
-    inner = blocks[torch.arange(n, device=x.device), block].argmax(dim=-1)
+    inner = _winner(blocks, block).argmax(dim=-1)
     return values, block * chunk + inner
 
 
@@ -52,14 +92,14 @@ def row_max_chunks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.T
     row_max does not use chunks): one element per chunk, so the winner's chunk aside they are
     distinct entries other than the maximum (for lower bounds on the rest of a softmax)."""
     n, v = x.shape
-    chunk = next((c for c in (128, 64, 32) if v % c == 0 and v >= 4 * c), None)
-    if chunk is None or n == 0 or x.device.type != "cpu":
+    chunk = _chunk(x)
+    if chunk is None:
         values, indices = row_max(x)
         return values, indices, None
     blocks = x.view(n, v // chunk, chunk) if x.is_contiguous() else x.reshape(n, v // chunk, chunk)
     chunk_max = blocks.amax(dim=-1)
     values, block = chunk_max.max(dim=-1)
-    inner = blocks[torch.arange(n, device=x.device), block].argmax(dim=-1)
+    inner = _winner(blocks, block).argmax(dim=-1)
     return values, block * chunk + inner, chunk_max
 
 
@@ -69,13 +109,13 @@ def row_top2(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     over x (the chunk maxima), without the copy `clone + scatter + amax` needs; None where
     row_max would not use chunks (then do it the plain way)."""
     n, v = x.shape
-    chunk = next((c for c in (128, 64, 32) if v % c == 0 and v >= 4 * c), None)
-    if chunk is None or n == 0 or x.device.type != "cpu":
+    chunk = _chunk(x)
+    if chunk is None:
         return None
     blocks = x.view(n, v // chunk, chunk) if x.is_contiguous() else x.reshape(n, v // chunk, chunk)
     chunk_max = blocks.amax(dim=-1)
     values, block = chunk_max.max(dim=-1)
-    winner = blocks[torch.arange(n, device=x.device), block]  # [N, chunk], a copy
+    winner = _winner(blocks, block)  # [N, chunk], a copy
     inner = winner.argmax(dim=-1, keepdim=True)
     rest_of_winner = winner.scatter_(1, inner, float("-inf")).amax(dim=-1, keepdim=True)
     second = chunk_max.scatter_(1, block.unsqueeze(1), rest_of_winner).amax(dim=-1)
