@@ -91,7 +91,9 @@ class RunningConfidenceRemasking(TopKStrategy):
     def step(self, view: StepView) -> Decision:
         st = view.state
         predicted = view.masked & view.in_block
-        running = torch.where(predicted, torch.maximum(st["running"], view.confidence.float()), st["running"])
+        conf = view.confidence.float()
+        # the running maximum, as one where (no NaN here): a kind the step runs anyway
+        running = torch.where(predicted & (st["running"] < conf), conf, st["running"])
         st["running"] = running
         pool = view.editable & view.in_block
         committed_in_block = (view.committed & view.in_block).sum(dim=1)
