@@ -27,7 +27,6 @@ from typing import Any
 
 import torch
 
-from parallelbench.decoding import selection
 from parallelbench.decoding.presets import TopKOptions, TopKStrategy
 from parallelbench.decoding.strategy import option_error, register_strategy
 from parallelbench.decoding.view import StepView
@@ -148,6 +147,3 @@ class PcSampler(TopKStrategy):
         if key not in cache:
             cache[key] = self.options.lam * torch.arange(gen_length, device=device, dtype=torch.float32).unsqueeze(0)
         return cache[key]
-
-    def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
-        return selection.top_k(scores, view.candidates, self.tokens_this_step(view))
