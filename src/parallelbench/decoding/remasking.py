@@ -56,9 +56,10 @@ class ReMDM(TopKStrategy):
         o = self.options
         commit = self.select(view, self.score(view))
         conf = torch.where(commit, view.confidence.float(), view.commit_conf)
-        committed = view.committed | commit
-        editable_total = view.editable.sum(dim=1).clamp(min=1)
-        fraction = committed.sum(dim=1).float() / editable_total.float()
+        # committed | commit, in op kinds the loop runs anyway (commit lies among the masked positions)
+        committed = view.editable & ~(view.masked & ~commit)
+        # a true division of the two counts: the float32 quotient of .float() / .float(), no conversions
+        fraction = committed.sum(dim=1) / view.editable.sum(dim=1).clamp(min=1)
         left = view.state["revisions_left"]
         revise = (left > 0) & (fraction >= o.remask_at - 1e-9)
         remask = None

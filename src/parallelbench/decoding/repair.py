@@ -46,6 +46,9 @@ class RepairLog:
         self.unmask = gen.clone()  # final for rows not pending; overwritten when they stop pending
         self.edits = torch.zeros(gen.shape[0], dtype=torch.long, device=gen.device)
         self.inserts, self.deletes = torch.zeros_like(self.edits), torch.zeros_like(self.edits)
+        # the mask id and the never-written mark as tensors, made once: `update` compares with them
+        self._mask = torch.full((), mask_id, dtype=gen.dtype, device=gen.device)
+        self._unset = torch.full((), -1, dtype=gen.dtype, device=gen.device)
 
     def keep(self, keep: torch.Tensor) -> None:
         """Drop the rows that finished (`keep` [b] bool, as the loop does with its own tensors)."""
@@ -69,18 +72,23 @@ class RepairLog:
         """After a step. `drafted`: the region after the step's commits, before its edits and
         remasks; `gen` / `masked`: the region and its masks after the whole step; `fill`: slots
         the loop set to EOS after a row's first EOS (`stop_at_eos`), which are never edits.
-        A step's commits and edits touch different slots, so each slot changes at most once."""
-        holes = drafted == self.mask_id
+        A step's commits and edits touch different slots, so each slot changes at most once.
+
+        Runs after every step of a rewriting strategy, so it sticks to the few op kinds the loop
+        already runs (`==` against tensors, `~`, `&`, `where`): on the CPU the first op of each
+        kind in a step is what costs. `first` and `last` are -1 at the same slots (never written)."""
+        holes = drafted == self._mask
         drafted_w = editable & ~holes
-        recommit = drafted_w & (self.last >= 0) & (drafted != self.last)  # re-filled with another token
+        never = self.last == self._unset
+        recommit = drafted_w & ~never & ~(drafted == self.last)  # re-filled with another token
         last = torch.where(drafted_w, drafted, self.last)
-        first = torch.where(drafted_w & (self.first < 0), drafted, self.first)
+        first = torch.where(drafted_w & never, drafted, self.first)
         written = editable & ~masked
-        rewritten = written & (gen != last)  # token-to-token edits
-        snapshot = torch.where(holes & editable & (last >= 0), last, drafted)  # a new mask never written: the mask
+        rewritten = written & ~(gen == last)  # token-to-token edits
+        snapshot = torch.where(holes & editable & ~never, last, drafted)  # a new mask never written: the mask
         if fill is not None:
             rewritten = rewritten & ~fill
-            first = torch.where(written & (first < 0), gen, first)  # masks the fill wrote
+            first = torch.where(written & (first == self._unset), gen, first)  # masks the fill wrote
             holes = holes & ~fill
             snapshot = torch.where(fill, gen, snapshot)
         self.edits = self.edits + (recommit | rewritten).sum(dim=1)

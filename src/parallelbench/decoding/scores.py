@@ -29,13 +29,14 @@ def margin(view: "StepView") -> torch.Tensor:
 
 def entropy(view: "StepView") -> torch.Tensor:
     """Negative entropy of the predictive distribution (Dream's entropy ordering)."""
-    return -view.entropy
+    return view.entropy * -1.0  # exactly -entropy, with the multiply kind the loop runs anyway
 
 
 def position(view: "StepView") -> torch.Tensor:
     """Left to right: the leftmost position scores highest."""
     g = view.gen_length
-    return -torch.arange(g, device=view.device, dtype=torch.float32).expand(view.batch_size, g)
+    # exactly -arange (negative zero first), with the multiply kind the loop runs anyway
+    return (torch.arange(g, device=view.device, dtype=torch.float32) * -1.0).expand(view.batch_size, g)
 
 
 def random(view: "StepView") -> torch.Tensor:

@@ -31,6 +31,17 @@ class CreditOptions(DecodeOptions):
     exponent: float = 0.5  # credit added per step: p ** exponent (< 1 lifts under-confident tokens)
 
 
+_UNSET: dict[torch.device, torch.Tensor] = {}
+
+
+def _unset(like: torch.Tensor) -> torch.Tensor:
+    """The 0-dim -1 ("no credit token yet") on `like`'s device, made once per device: compared
+    with `==`, a kind every step runs, rather than `>= 0`."""
+    if like.device not in _UNSET:
+        _UNSET[like.device] = torch.full((), -1, dtype=torch.long, device=like.device)
+    return _UNSET[like.device]
+
+
 @register_strategy("credit")
 class CreditDecoding(Strategy):
     description = "CreditDecoding: the threshold rule on logits boosted by credit that stable predictions accumulate"
@@ -68,9 +79,10 @@ class CreditDecoding(Strategy):
         credit = torch.where(replace, gain, torch.where(cand & same, credit + gain, credit))
         st["credit_token"], st["credit"] = token, credit
 
-        has = cand & (token >= 0)
-        p_c = torch.where(has & (token == top), p_top, torch.zeros_like(p_top))
-        held = has & (token != top)  # credit held by a token that is not the top one now: rare
+        has = cand & ~(token == _unset(token))
+        now_top = token == top
+        p_c = torch.where(has & now_top, p_top, torch.zeros_like(p_top))
+        held = has & ~now_top  # credit held by a token that is not the top one now: rare
         r, p = held.nonzero(as_tuple=True)
         if r.numel():
             logits = view.logits[r, p].float()
@@ -78,9 +90,9 @@ class CreditDecoding(Strategy):
         boost = torch.exp(o.fusion * torch.log1p(credit)) * has
         boosted = p_c * boost
         z = (1.0 - p_c + boosted).clamp_min(1e-12)
-        other = torch.where(token == top, torch.zeros_like(p_top), p_top)
-        pick_c = boosted >= other
-        return torch.where(pick_c & has, token, top), torch.where(pick_c & has, boosted, other) / z
+        other = torch.where(now_top, torch.zeros_like(p_top), p_top)
+        pick_c = ~(other > boosted) & has  # boosted >= other, in the comparison kind used above
+        return torch.where(pick_c, token, top), torch.where(pick_c, boosted, other) / z
 
     def step(self, view: StepView) -> Decision:
         tokens, conf = self.fused(view)

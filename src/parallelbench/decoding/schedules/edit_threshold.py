@@ -41,6 +41,18 @@ class EditThresholdOptions(DecodeOptions):
 EDIT_RULES = ("gain", "confidence")
 
 
+_ONES: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
+
+
+def _one(like: torch.Tensor) -> torch.Tensor:
+    """A 0-dim 1 on `like`'s device, made once: `one / x` divides like x.reciprocal() (exact
+    IEEE division) with the division kind the step runs anyway."""
+    key = (like.device, like.dtype)
+    if key not in _ONES:
+        _ONES[key] = torch.ones((), device=like.device, dtype=like.dtype)
+    return _ONES[key]
+
+
 @register_strategy("edit-threshold")
 class EditThreshold(Strategy):
     description = "LLaDA 2.1: commit above threshold and rewrite committed tokens the model now prefers"
@@ -96,17 +108,21 @@ class EditThreshold(Strategy):
         top = view.canvas
         r, p = pool.nonzero(as_tuple=True)
         if r.numel():  # only the block's committed positions, and the softmax only where an edit is possible
+            # (ops of few kinds, most of them ones the loop runs anyway: on the CPU the first op of a
+            # kind in a step is what costs; every compared value is rounded as by the plain formulas)
             logits = rows_of(view.logits, r, p)  # a copy: safe to edit
             if logits.dtype != torch.float32:
                 logits = logits.float()
             now = view.canvas[r, p]
             mask_logit = None
             if 0 <= view.mask_id < logits.shape[-1]:
-                mask_logit = logits[:, view.mask_id].clone()  # still part of the softmax's normaliser
-                logits[:, view.mask_id] = float("-inf")  # the mask token is never proposed
+                column = logits.select(1, view.mask_id)
+                mask_logit = column.clone()  # still part of the softmax's normaliser
+                column.fill_(float("-inf"))  # the mask token is never proposed
             best_logit, best, chunk_max = row_max_chunks(logits)
-            lead = best_logit - logits.gather(-1, now.unsqueeze(-1)).squeeze(-1)
-            possible = (best != now) & (lead > self.min_lead())
+            now_logit = logits[torch.arange(r.shape[0], device=r.device), now]
+            lead = best_logit - now_logit
+            possible = ~(best == now) & (lead > self.min_lead())
             if chunk_max is not None and o.edit_threshold > 0.0:
                 # either rule needs p(top) > E, and p(top) <= 1 / (1 + sum of exp(m_c - top)) over the
                 # maxima m_c of the chunks other than the top's: distinct entries of the normaliser
@@ -114,14 +130,15 @@ class EditThreshold(Strategy):
                 possible = possible & (rest < (1.0 / o.edit_threshold - 1.0) * (1.0 + 1e-4))  # margin for rounding
             changed = possible.nonzero(as_tuple=True)[0]
             if changed.numel():
-                # softmax mass relative to the top logit, in place on the gathered copy:
-                # p(top) = 1 / total, p(now) = exp(-lead) / total
-                lead_c, best_c = lead.index_select(0, changed), best_logit.index_select(0, changed)
-                total = logits.index_select(0, changed).sub_(best_c.unsqueeze(-1)).exp_().sum(dim=-1)
+                # softmax mass relative to the top logit: p(top) = 1 / total, p(now) = exp(now - top) / total
+                best_c = best_logit.index_select(0, changed)
+                total = torch.exp(logits.index_select(0, changed) - best_c.unsqueeze(-1)).sum(dim=-1)
                 if mask_logit is not None:  # the mask token's share stays in the normaliser
                     total = total + torch.exp(mask_logit.index_select(0, changed) - best_c)
-                p_top = total.reciprocal()
-                gain = p_top - torch.exp(-lead_c) / total if o.edit_rule == "gain" else p_top
+                p_top = _one(total) / total
+                gain = p_top
+                if o.edit_rule == "gain":
+                    gain = p_top - torch.exp(now_logit.index_select(0, changed) - best_c) / total
                 flip = torch.zeros_like(best, dtype=torch.bool)
                 flip[changed] = gain > o.edit_threshold
                 edit[r, p] = flip

@@ -137,9 +137,17 @@ class PcSampler(TopKStrategy):
         if sal is not None:
             conf = conf * sal.to(view.device)[view.x0]
         calibrated = conf.clamp(min=1e-30, max=o.alpha)
-        pos = torch.arange(view.gen_length, device=view.device, dtype=torch.float32)
         # log of exp(-lam * i) * C: the same order, without underflow at long generations
-        return torch.log(calibrated) - o.lam * pos.unsqueeze(0)
+        # (an add with alpha -1 is sub's own kernel, in a kind the loop runs anyway)
+        return torch.add(torch.log(calibrated), self._decay(view.gen_length, view.device), alpha=-1)
+
+    def _decay(self, gen_length: int, device: torch.device) -> torch.Tensor:
+        """[1, G] lam * i, made once per length, device and lam (the same every step)."""
+        key = (gen_length, device, self.options.lam)
+        cache = self.__dict__.setdefault("_decays", {})
+        if key not in cache:
+            cache[key] = self.options.lam * torch.arange(gen_length, device=device, dtype=torch.float32).unsqueeze(0)
+        return cache[key]
 
     def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
         return selection.top_k(scores, view.candidates, self.tokens_this_step(view))

@@ -38,11 +38,13 @@ def top2_gap(view: StepView, where: torch.Tensor) -> tuple[torch.Tensor, torch.T
         if logits.dtype != torch.float32:
             logits = logits.float()
         if 0 <= view.mask_id < logits.shape[-1]:
-            logits[:, view.mask_id] = float("-inf")
+            logits.select(1, view.mask_id).fill_(float("-inf"))
         first, index = row_max(logits)
         logits.scatter_(-1, index.unsqueeze(-1), float("-inf"))
         second = logits.amax(dim=-1)
-        gap[r, p] = (first - second).nan_to_num(nan=0.0, posinf=float("inf"))
+        # first - second (an add with alpha -1 is sub's own kernel, in a kind the loop runs anyway);
+        # 0 where both are -inf (nothing but the mask token left)
+        gap[r, p] = torch.where(first == second, 0.0, torch.add(first, second, alpha=-1))
         top[r, p] = index
     return gap, top
 
@@ -61,30 +63,29 @@ class Prophet(TopKStrategy):
                 raise option_error(name, getattr(o, name), ">= 0 (a gap in logits)")
 
     def gap_threshold(self, view: StepView) -> torch.Tensor:
-        """[b] the threshold at each row's progress."""
+        """[b] the threshold at each row's progress (committed / editable, an empty row at 0).
+        progress < k/3 is decided on integers as 3 * committed < k * editable: the same answer as
+        the float division for any region under a million slots, in op kinds the step runs anyway."""
         o = self.options
-        total = view.editable.sum(dim=1).clamp(min=1).float()
-        progress = view.committed.sum(dim=1).float() / total
-        return torch.where(
-            progress < 1 / 3,
-            torch.full_like(progress, o.gap_early),
-            torch.where(progress < 2 / 3, torch.full_like(progress, o.gap_mid), torch.full_like(progress, o.gap_late)),
-        )
+        total = view.editable.sum(dim=1).clamp(min=1)
+        done3 = view.committed.sum(dim=1) * 3
+        return torch.where(total > done3, o.gap_early, torch.where(total * 2 > done3, o.gap_mid, o.gap_late))
 
     def step(self, view: StepView) -> Decision:
-        thr = self.gap_threshold(view).unsqueeze(1)
+        thr = self.gap_threshold(view)
         # the active block first: a row whose candidates are not all settled cannot commit early,
-        # so the other masked positions are looked at only for rows that pass
+        # so the other masked positions are looked at only for rows that pass. The gaps are +inf
+        # off the positions looked at, so "every looked-at gap above the threshold" is a row minimum.
         gap, top = top2_gap(view, view.candidates)
-        maybe = ((gap > thr) | ~view.candidates).all(dim=1)
+        maybe = gap.amin(dim=1) > thr
         rest = view.masked & ~view.candidates & maybe.unsqueeze(1)
         if bool(rest.any()):
             gap_rest, top_rest = top2_gap(view, rest)
             gap, top = torch.where(rest, gap_rest, gap), torch.where(rest, top_rest, top)
-        settled = maybe & ((gap > thr) | ~view.masked).all(dim=1)
+        settled = maybe & (gap.amin(dim=1) > thr)
         base = self.select(view, self.score(view))
         early = settled.unsqueeze(1)
-        view.state["extra_early_commit"] = view.state["extra_early_commit"] + settled.long()
+        view.state["extra_early_commit"] = view.state["extra_early_commit"] + settled
         # an early commit writes every masked position's top token
         return Decision(commit=torch.where(early, view.masked, base), tokens=torch.where(early, top, view.x0))
 

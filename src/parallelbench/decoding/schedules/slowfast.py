@@ -50,22 +50,22 @@ class SlowFast(Strategy):
         z = torch.zeros(batch_size, dtype=torch.long, device=device)
         return {"fast": z.bool(), "span_end": z - 1, "last_end": z - 1, "same": z.clone(), "slow": z.clone()}
 
-    def _span_end(self, view: StepView) -> torch.Tensor:
-        """[b] last position of the confident run of candidates starting at the first one."""
+    def _span_end(self, view: StepView, idx: torch.Tensor) -> torch.Tensor:
+        """[b] last position of the confident run of candidates starting at the first one.
+        (Integer positions, reduced with amin / amax over stacks: op kinds the loop runs anyway.)"""
         cand = view.candidates
-        idx = torch.arange(view.gen_length, device=view.device).unsqueeze(0)
-        first = torch.where(cand, idx, view.gen_length).min(dim=1).values
+        first = torch.where(cand, idx, view.gen_length).amin(dim=1)
         weak = cand & (view.confidence < self.options.span_threshold)
-        first_weak = torch.where(weak, idx, view.gen_length).min(dim=1).values
-        last_cand = torch.where(cand, idx, -1).max(dim=1).values
-        end = torch.minimum(first_weak - 1, last_cand)
-        return torch.maximum(end, first)  # at least the first candidate
+        before_weak = torch.where(weak, idx, view.gen_length).amin(dim=1).add(-1)
+        last_cand = torch.where(cand, idx, -1).amax(dim=1)
+        end = torch.stack([before_weak, last_cand]).amin(dim=0)
+        return torch.stack([end, first]).amax(dim=0)  # at least the first candidate
 
     def step(self, view: StepView) -> Decision:
         st, o = view.state, self.options
         cand, conf = view.candidates, view.confidence
         idx = torch.arange(view.gen_length, device=view.device).unsqueeze(0)
-        end = self._span_end(view)
+        end = self._span_end(view, idx)
 
         # a fast phase ends when its span has nothing left to commit
         in_span = cand & (idx <= st["span_end"].unsqueeze(1))
@@ -74,7 +74,7 @@ class SlowFast(Strategy):
         st["same"] = torch.where(slow & (end == st["last_end"]), st["same"] + 1, torch.zeros_like(st["same"]))
         st["last_end"] = torch.where(slow, end, st["last_end"])
         st["slow"] = torch.where(slow, st["slow"] + 1, torch.zeros_like(st["slow"]))
-        go_fast = slow & ((st["same"] >= o.stable_steps) | (st["slow"] > o.max_slow_steps))
+        go_fast = slow & ((st["same"] > o.stable_steps - 1) | (st["slow"] > o.max_slow_steps))
         st["span_end"] = torch.where(go_fast, end, st["span_end"])
         st["fast"] = st["fast"] | go_fast
         st["slow"] = torch.where(go_fast, torch.zeros_like(st["slow"]), st["slow"])
