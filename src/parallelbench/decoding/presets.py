@@ -232,7 +232,7 @@ class Klass(Strategy):
                 kl = (view.probs * (view.log_probs - prev)).sum(dim=-1)
                 same = same & (kl <= o.kl_threshold)
             st["prev_log_probs"] = view.log_probs
-        st["stable"] = torch.where(same, st["stable"] + 1, 1)
+        st["stable"] = (st["stable"] + 1).masked_fill(~same, 1)
         st["prev_token"] = x0
         # stable >= stable_steps, in the comparison kind the threshold uses (counts are integers)
         chosen = view.candidates & (st["stable"] > o.stable_steps - 1) & (view.decision_confidence > o.threshold)

@@ -59,11 +59,13 @@ class ReMDM(TopKStrategy):
         # committed | commit, in op kinds the loop runs anyway (commit lies among the masked positions)
         committed = view.editable & ~(view.masked & ~commit)
         # a true division of the two counts: the float32 quotient of .float() / .float(), no conversions
-        fraction = committed.sum(dim=1) / view.editable.sum(dim=1).clamp(min=1)
+        # (and the rest in op kinds the loop runs anyway: decoding/op_kinds.py)
+        total = view.editable.sum(dim=1)
+        fraction = committed.sum(dim=1) / total.masked_fill(total == 0, 1)
         left = view.state["revisions_left"]
-        revise = (left > 0) & (fraction >= o.remask_at - 1e-9)
+        revise = (left >= 1) & (fraction >= o.remask_at - 1e-9)
         remask = None
-        if bool(revise.any()):
+        if bool(revise.amax()):  # any()
             # the remask_k committed tokens with the lowest confidence at commit time
             k = torch.full_like(left, o.remask_k) * revise.long()
             remask = selection.top_k(-conf, committed, k) & revise.unsqueeze(1)
@@ -89,7 +91,9 @@ class RunningConfidenceRemasking(TopKStrategy):
     def step(self, view: StepView) -> Decision:
         st = view.state
         predicted = view.masked & view.in_block
-        running = torch.where(predicted, torch.maximum(st["running"], view.confidence.float()), st["running"])
+        conf = view.confidence.float()
+        # the running maximum, as one where (no NaN here): a kind the step runs anyway
+        running = torch.where(predicted & (st["running"] < conf), conf, st["running"])
         st["running"] = running
         pool = view.editable & view.in_block
         committed_in_block = (view.committed & view.in_block).sum(dim=1)

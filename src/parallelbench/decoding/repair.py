@@ -76,7 +76,7 @@ class RepairLog:
 
         Runs after every step of a rewriting strategy, so it sticks to the few op kinds the loop
         already runs (`==` against tensors, `~`, `&`, `where`): on the CPU the first op of each
-        kind in a step is what costs. `first` and `last` are -1 at the same slots (never written)."""
+        kind in a step is what costs (decoding/op_kinds.py). `first` and `last` are -1 at the same slots (never written)."""
         holes = drafted == self._mask
         drafted_w = editable & ~holes
         never = self.last == self._unset
@@ -91,10 +91,10 @@ class RepairLog:
             first = torch.where(written & (first == self._unset), gen, first)  # masks the fill wrote
             holes = holes & ~fill
             snapshot = torch.where(fill, gen, snapshot)
-        self.edits = self.edits + (recommit | rewritten).sum(dim=1)
+        self.edits = self.edits + torch.where(recommit, recommit, rewritten).sum(dim=1)  # recommit | rewritten
         self.first = first
         self.original = self.original & holes
-        now = self.pending & ~self.original.any(dim=1)
+        now = self.pending & ~self.original.amax(dim=1)  # any()
         self.unmask = torch.where(now.unsqueeze(1), snapshot, self.unmask)
         self.pending = self.pending & ~now
         self.last = torch.where(written, gen, last)

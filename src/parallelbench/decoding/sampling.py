@@ -15,6 +15,8 @@ from typing import Callable
 
 import torch
 
+from parallelbench.decoding.op_kinds import constant
+
 _MASK64 = (1 << 64) - 1
 
 
@@ -31,15 +33,17 @@ _CHUNK = 1 << 22  # elements hashed at once, bounding temporary memory
 
 def _shr(x: torch.Tensor, s: int) -> torch.Tensor:
     """Logical right shift of int64 (torch's >> is arithmetic)."""
-    return (x >> s) & ((1 << (64 - s)) - 1)
+    return (x >> s) & constant((1 << (64 - s)) - 1, x)
 
 
 def mix(x: torch.Tensor) -> torch.Tensor:
-    """SplitMix64 finaliser on int64 tensors (wrapping arithmetic)."""
+    """SplitMix64 finaliser on int64 tensors (wrapping arithmetic). The xors go in place into the
+    fresh temporaries, and the masks are cached tensors: op kinds a decoding step runs anyway
+    (decoding/op_kinds.py)."""
     x = x + _GOLDEN
-    x = (x ^ _shr(x, 30)) * _MUL1
-    x = (x ^ _shr(x, 27)) * _MUL2
-    return x ^ _shr(x, 31)
+    x = x.bitwise_xor_(_shr(x, 30)) * _MUL1
+    x = x.bitwise_xor_(_shr(x, 27)) * _MUL2
+    return x.bitwise_xor_(_shr(x, 31))
 
 
 def _to_unit(h: torch.Tensor) -> torch.Tensor:

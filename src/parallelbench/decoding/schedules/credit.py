@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding import selection
+from parallelbench.decoding.op_kinds import constant, minus
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView
 
@@ -29,17 +30,6 @@ class CreditOptions(DecodeOptions):
     decay: float = 0.65  # credit kept from one step to the next (gamma)
     fusion: float = 0.7  # strength of log(1 + credit) added to the credited token's logit (lambda)
     exponent: float = 0.5  # credit added per step: p ** exponent (< 1 lifts under-confident tokens)
-
-
-_UNSET: dict[torch.device, torch.Tensor] = {}
-
-
-def _unset(like: torch.Tensor) -> torch.Tensor:
-    """The 0-dim -1 ("no credit token yet") on `like`'s device, made once per device: compared
-    with `==`, a kind every step runs, rather than `>= 0`."""
-    if like.device not in _UNSET:
-        _UNSET[like.device] = torch.full((), -1, dtype=torch.long, device=like.device)
-    return _UNSET[like.device]
 
 
 @register_strategy("credit")
@@ -79,9 +69,10 @@ class CreditDecoding(Strategy):
         credit = torch.where(replace, gain, torch.where(cand & same, credit + gain, credit))
         st["credit_token"], st["credit"] = token, credit
 
-        has = cand & ~(token == _unset(token))
+        # (op kinds the loop runs anyway where that is exact: decoding/op_kinds.py)
+        has = cand & ~(token == constant(-1, token))  # a credit token is set
         now_top = token == top
-        p_c = torch.where(has & now_top, p_top, torch.zeros_like(p_top))
+        p_c = p_top.masked_fill(~(has & now_top), 0.0)
         held = has & ~now_top  # credit held by a token that is not the top one now: rare
         r, p = held.nonzero(as_tuple=True)
         if r.numel():
@@ -89,8 +80,8 @@ class CreditDecoding(Strategy):
             p_c[r, p] = torch.exp(logits.gather(-1, token[r, p].unsqueeze(-1)).squeeze(-1) - logits.logsumexp(dim=-1))
         boost = torch.exp(o.fusion * torch.log1p(credit)) * has
         boosted = p_c * boost
-        z = (1.0 - p_c + boosted).clamp_min(1e-12)
-        other = torch.where(now_top, torch.zeros_like(p_top), p_top)
+        z = (minus(constant(1.0, p_c), p_c) + boosted).clamp_min(1e-12)  # 1 - p_c + boosted
+        other = p_top.masked_fill(now_top, 0.0)
         pick_c = ~(other > boosted) & has  # boosted >= other, in the comparison kind used above
         return torch.where(pick_c, token, top), torch.where(pick_c, boosted, other) / z
 

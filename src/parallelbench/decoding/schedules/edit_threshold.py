@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding import selection
+from parallelbench.decoding.op_kinds import constant, minus
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView, row_max_chunks, rows_of
 
@@ -39,18 +40,6 @@ class EditThresholdOptions(DecodeOptions):
 
 
 EDIT_RULES = ("gain", "confidence")
-
-
-_ONES: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
-
-
-def _one(like: torch.Tensor) -> torch.Tensor:
-    """A 0-dim 1 on `like`'s device, made once: `one / x` divides like x.reciprocal() (exact
-    IEEE division) with the division kind the step runs anyway."""
-    key = (like.device, like.dtype)
-    if key not in _ONES:
-        _ONES[key] = torch.ones((), device=like.device, dtype=like.dtype)
-    return _ONES[key]
 
 
 @register_strategy("edit-threshold")
@@ -104,42 +93,42 @@ class EditThreshold(Strategy):
             commit = selection.threshold_at_least(view.decision_confidence, view.candidates, o.threshold, o.min_k,
                                                   view.confidence)
         pool = view.committed & view.in_block
-        edit = torch.zeros_like(pool)
+        edit = torch.full(pool.shape, False, device=pool.device)
         top = view.canvas
-        r, p = pool.nonzero(as_tuple=True)
+        r, p = torch.nonzero(pool).unbind(1)
         if r.numel():  # only the block's committed positions, and the softmax only where an edit is possible
-            # (ops of few kinds, most of them ones the loop runs anyway: on the CPU the first op of a
-            # kind in a step is what costs; every compared value is rounded as by the plain formulas)
+            # (op kinds the loop runs anyway where that is exact: on the CPU the first op of a kind in a
+            # step is what costs; every compared value is rounded as by the plain formulas)
             logits = rows_of(view.logits, r, p)  # a copy: safe to edit
             if logits.dtype != torch.float32:
                 logits = logits.float()
-            now = view.canvas[r, p]
+            now = view.canvas.index_select(0, r).gather(1, p.unsqueeze(1)).view(-1)
             mask_logit = None
             if 0 <= view.mask_id < logits.shape[-1]:
                 column = logits.select(1, view.mask_id)
                 mask_logit = column.clone()  # still part of the softmax's normaliser
                 column.fill_(float("-inf"))  # the mask token is never proposed
             best_logit, best, chunk_max = row_max_chunks(logits)
-            now_logit = logits[torch.arange(r.shape[0], device=r.device), now]
-            lead = best_logit - now_logit
+            now_logit = logits.gather(1, now.unsqueeze(1)).view(-1)
+            lead = minus(best_logit, now_logit)
             possible = ~(best == now) & (lead > self.min_lead())
             if chunk_max is not None and o.edit_threshold > 0.0:
                 # either rule needs p(top) > E, and p(top) <= 1 / (1 + sum of exp(m_c - top)) over the
                 # maxima m_c of the chunks other than the top's: distinct entries of the normaliser
-                rest = torch.exp(chunk_max - best_logit.unsqueeze(-1)).sum(dim=-1) - 1.0
+                rest = minus(torch.exp(minus(chunk_max, best_logit.unsqueeze(-1))).sum(dim=-1), 1.0)
                 possible = possible & (rest < (1.0 / o.edit_threshold - 1.0) * (1.0 + 1e-4))  # margin for rounding
-            changed = possible.nonzero(as_tuple=True)[0]
+            changed = torch.nonzero(possible).view(-1)
             if changed.numel():
                 # softmax mass relative to the top logit: p(top) = 1 / total, p(now) = exp(now - top) / total
                 best_c = best_logit.index_select(0, changed)
-                total = torch.exp(logits.index_select(0, changed) - best_c.unsqueeze(-1)).sum(dim=-1)
+                total = torch.exp(minus(logits.index_select(0, changed), best_c.unsqueeze(-1))).sum(dim=-1)
                 if mask_logit is not None:  # the mask token's share stays in the normaliser
-                    total = total + torch.exp(mask_logit.index_select(0, changed) - best_c)
-                p_top = _one(total) / total
+                    total = total + torch.exp(minus(mask_logit.index_select(0, changed), best_c))
+                p_top = constant(1.0, total) / total  # exactly total.reciprocal()
                 gain = p_top
                 if o.edit_rule == "gain":
-                    gain = p_top - torch.exp(now_logit.index_select(0, changed) - best_c) / total
-                flip = torch.zeros_like(best, dtype=torch.bool)
+                    gain = minus(p_top, torch.exp(minus(now_logit.index_select(0, changed), best_c)) / total)
+                flip = torch.full(best.shape, False, device=best.device)
                 flip[changed] = gain > o.edit_threshold
                 edit[r, p] = flip
             top = view.canvas.clone()

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding.presets import TopKOptions, TopKStrategy
+from parallelbench.decoding.op_kinds import constant, minus
 from parallelbench.decoding.strategy import option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView, row_max, rows_of
 
@@ -40,11 +41,10 @@ def top2_gap(view: StepView, where: torch.Tensor) -> tuple[torch.Tensor, torch.T
         if 0 <= view.mask_id < logits.shape[-1]:
             logits.select(1, view.mask_id).fill_(float("-inf"))
         first, index = row_max(logits)
-        logits.scatter_(-1, index.unsqueeze(-1), float("-inf"))
+        # (op kinds the loop runs anyway where that is exact: decoding/op_kinds.py)
+        logits.index_put_((torch.arange(index.shape[0], device=index.device), index), constant(float("-inf"), logits))
         second = logits.amax(dim=-1)
-        # first - second (an add with alpha -1 is sub's own kernel, in a kind the loop runs anyway);
-        # 0 where both are -inf (nothing but the mask token left)
-        gap[r, p] = torch.where(first == second, 0.0, torch.add(first, second, alpha=-1))
+        gap[r, p] = minus(first, second).masked_fill(first == second, 0.0)  # 0, not NaN, where both are -inf
         top[r, p] = index
     return gap, top
 
@@ -66,10 +66,20 @@ class Prophet(TopKStrategy):
         """[b] the threshold at each row's progress (committed / editable, an empty row at 0).
         progress < k/3 is decided on integers as 3 * committed < k * editable: the same answer as
         the float division for any region under a million slots, in op kinds the step runs anyway."""
-        o = self.options
-        total = view.editable.sum(dim=1).clamp(min=1)
+        total = view.editable.sum(dim=1)
+        total = total.masked_fill(total == 0, 1)
         done3 = view.committed.sum(dim=1) * 3
-        return torch.where(total > done3, o.gap_early, torch.where(total * 2 > done3, o.gap_mid, o.gap_late))
+        stage = (~(torch.stack([total, total * 2]) > done3)).sum(dim=0)  # thirds passed: 0, 1 or 2
+        return self._stages(view.device).index_select(0, stage)
+
+    def _stages(self, device: torch.device) -> torch.Tensor:
+        """[3] float32 (gap_early, gap_mid, gap_late), made once per device."""
+        o = self.options
+        key = (device, o.gap_early, o.gap_mid, o.gap_late)
+        cache = self.__dict__.setdefault("_stage_gaps", {})
+        if key not in cache:
+            cache[key] = torch.tensor([o.gap_early, o.gap_mid, o.gap_late], dtype=torch.float32, device=device)
+        return cache[key]
 
     def step(self, view: StepView) -> Decision:
         thr = self.gap_threshold(view)
@@ -79,7 +89,7 @@ class Prophet(TopKStrategy):
         gap, top = top2_gap(view, view.candidates)
         maybe = gap.amin(dim=1) > thr
         rest = view.masked & ~view.candidates & maybe.unsqueeze(1)
-        if bool(rest.any()):
+        if bool(rest.amax()):  # any()
             gap_rest, top_rest = top2_gap(view, rest)
             gap, top = torch.where(rest, gap_rest, gap), torch.where(rest, top_rest, top)
         settled = maybe & (gap.amin(dim=1) > thr)

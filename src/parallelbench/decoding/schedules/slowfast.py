@@ -52,12 +52,13 @@ class SlowFast(Strategy):
 
     def _span_end(self, view: StepView, idx: torch.Tensor) -> torch.Tensor:
         """[b] last position of the confident run of candidates starting at the first one.
-        (Integer positions, reduced with amin / amax over stacks: op kinds the loop runs anyway.)"""
+        (Integer positions, masked and reduced with amin / amax over stacks: op kinds the loop runs anyway.)"""
         cand = view.candidates
-        first = torch.where(cand, idx, view.gen_length).amin(dim=1)
+        idx = idx.expand_as(cand)
+        first = idx.masked_fill(~cand, view.gen_length).amin(dim=1)
         weak = cand & (view.confidence < self.options.span_threshold)
-        before_weak = torch.where(weak, idx, view.gen_length).amin(dim=1).add(-1)
-        last_cand = torch.where(cand, idx, -1).amax(dim=1)
+        before_weak = idx.masked_fill(~weak, view.gen_length).amin(dim=1).add(-1)
+        last_cand = idx.masked_fill(~cand, -1).amax(dim=1)
         end = torch.stack([before_weak, last_cand]).amin(dim=0)
         return torch.stack([end, first]).amax(dim=0)  # at least the first candidate
 
@@ -69,15 +70,15 @@ class SlowFast(Strategy):
 
         # a fast phase ends when its span has nothing left to commit
         in_span = cand & (idx <= st["span_end"].unsqueeze(1))
-        st["fast"] = st["fast"] & in_span.any(dim=1)
+        st["fast"] = st["fast"] & in_span.amax(dim=1)  # any()
         slow = ~st["fast"]
-        st["same"] = torch.where(slow & (end == st["last_end"]), st["same"] + 1, torch.zeros_like(st["same"]))
+        st["same"] = (st["same"] + 1).masked_fill(~(slow & (end == st["last_end"])), 0)
         st["last_end"] = torch.where(slow, end, st["last_end"])
-        st["slow"] = torch.where(slow, st["slow"] + 1, torch.zeros_like(st["slow"]))
+        st["slow"] = (st["slow"] + 1).masked_fill(st["fast"], 0)
         go_fast = slow & ((st["same"] > o.stable_steps - 1) | (st["slow"] > o.max_slow_steps))
         st["span_end"] = torch.where(go_fast, end, st["span_end"])
         st["fast"] = st["fast"] | go_fast
-        st["slow"] = torch.where(go_fast, torch.zeros_like(st["slow"]), st["slow"])
+        st["slow"] = st["slow"].masked_fill(go_fast, 0)
 
         fast_pool = cand & (idx <= st["span_end"].unsqueeze(1)) & st["fast"].unsqueeze(1)
         fast_commit = selection.threshold(conf, fast_pool, o.fast_threshold)

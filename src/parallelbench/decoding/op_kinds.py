@@ -1,0 +1,30 @@
+"""Arithmetic for strategy steps in the few op kinds a decoding step runs anyway.
+
+On the CPU, right after the model's forward, the first op of each *kind* in a step costs tens of
+microseconds (its code has left the caches), a second op of the same kind a few. A step's own
+arithmetic therefore reuses the loop's kinds where that is exact, bit for bit:
+`minus` is `a - b` through add's kernel (sub is add with alpha -1), and `constant` gives cached
+0-dim tensors to compare or divide with (no tensor made from a Python number every step).
+`benchmarks/count_step_ops.py` counts the kinds per step.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_CONSTANTS: dict[tuple[float | int | bool, torch.dtype, torch.device], torch.Tensor] = {}
+
+
+def minus(a: torch.Tensor, b: torch.Tensor | float) -> torch.Tensor:
+    """a - b, bit for bit, as an add."""
+    return torch.add(a, b, alpha=-1)
+
+
+def constant(value: float | int | bool, like: torch.Tensor) -> torch.Tensor:
+    """A 0-dim tensor holding `value` with `like`'s dtype and device, made once and then reused:
+    read it, never write into it."""
+    key = (value, like.dtype, like.device)
+    found = _CONSTANTS.get(key)
+    if found is None:
+        found = _CONSTANTS[key] = torch.full((), value, dtype=like.dtype, device=like.device)
+    return found
