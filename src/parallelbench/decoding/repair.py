@@ -79,19 +79,20 @@ class RepairLog:
         kind in a step is what costs (decoding/op_kinds.py). `first` and `last` are -1 at the same slots (never written)."""
         holes = drafted == self._mask
         drafted_w = editable & ~holes
-        never = self.last == self._unset
-        recommit = drafted_w & ~never & ~(drafted == self.last)  # re-filled with another token
+        seen = ~(self.last == self._unset)  # written at some step before this one
         last = torch.where(drafted_w, drafted, self.last)
-        first = torch.where(drafted_w & never, drafted, self.first)
+        first = torch.where(drafted_w & ~seen, drafted, self.first)
         written = editable & ~masked
-        rewritten = written & ~(gen == last)  # token-to-token edits
-        snapshot = torch.where(holes & editable & ~never, last, drafted)  # a new mask never written: the mask
+        # an edit: a written slot now holding another token than the last one it held; as commits and
+        # edits touch different slots, that is a re-commit with another token or a token-to-token edit
+        changed = written & seen & ~(gen == self.last)
+        snapshot = torch.where(holes & editable & seen, last, drafted)  # a new mask never written: the mask
         if fill is not None:
-            rewritten = rewritten & ~fill
+            changed = changed & ~fill
             first = torch.where(written & (first == self._unset), gen, first)  # masks the fill wrote
             holes = holes & ~fill
             snapshot = torch.where(fill, gen, snapshot)
-        self.edits = self.edits + torch.where(recommit, recommit, rewritten).sum(dim=1)  # recommit | rewritten
+        self.edits = self.edits + changed.sum(dim=1)
         self.first = first
         self.original = self.original & holes
         now = self.pending & ~self.original.amax(dim=1)  # any()

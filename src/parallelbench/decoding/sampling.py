@@ -11,6 +11,7 @@ loop, so a batch of ten thousand ideal-model rows costs a few tensor ops).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable
 
 import torch
@@ -64,14 +65,21 @@ def uniform(keys: torch.Tensor, step: int, draw: int, shape: tuple[int, ...]) ->
         n *= int(s)
     base = mix(mix(keys + _signed(step * 0x632BE59BD9B4E019)) + _signed(draw * 0x85EBCA77C2B2AE63))
     rows_per_chunk = max(1, _CHUNK // max(n, 1))
-    idx = torch.arange(n, device=keys.device, dtype=torch.long).unsqueeze(0)
+    idx = _element_offsets(n, keys.device)
     if b <= rows_per_chunk:  # one chunk: no output buffer to copy into
-        return _to_unit(mix(base.unsqueeze(1) + idx * _GOLDEN)).view(b, *shape)
+        return _to_unit(mix(base.unsqueeze(1) + idx)).view(b, *shape)
     out = torch.empty((b, n), dtype=torch.float32, device=keys.device)
     for start in range(0, b, rows_per_chunk):
         chunk = base[start : start + rows_per_chunk].unsqueeze(1)
-        out[start : start + rows_per_chunk] = _to_unit(mix(chunk + idx * _GOLDEN))
+        out[start : start + rows_per_chunk] = _to_unit(mix(chunk + idx))
     return out.view(b, *shape)
+
+
+@lru_cache(maxsize=32)
+def _element_offsets(n: int, device: torch.device) -> torch.Tensor:
+    """[1, n] element index * golden ratio, the per-element part of every draw's counter: the same
+    for every step, so made once per length and device (read only)."""
+    return torch.arange(n, device=device, dtype=torch.long).unsqueeze(0) * _GOLDEN
 
 
 def keys_at_step(keys: torch.Tensor, own_steps: torch.Tensor, step: int) -> torch.Tensor:

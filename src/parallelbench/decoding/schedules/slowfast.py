@@ -54,7 +54,7 @@ class SlowFast(Strategy):
         """[b] last position of the confident run of candidates starting at the first one.
         (Integer positions, masked and reduced with amin / amax over stacks: op kinds the loop runs anyway.)"""
         cand = view.candidates
-        idx = idx.expand_as(cand)
+        idx = idx.expand(cand.shape)
         first = idx.masked_fill(~cand, view.gen_length).amin(dim=1)
         weak = cand & (view.confidence < self.options.span_threshold)
         before_weak = idx.masked_fill(~weak, view.gen_length).amin(dim=1).add(-1)
