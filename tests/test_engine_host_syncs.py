@@ -76,3 +76,22 @@ def test_the_bound_can_fail():
     with count_host_syncs(model) as syncs:
         decode(model, PROMPTS, gen_length=16, strategy=Peeking(k=1))
     assert syncs.outside > 16 + SET_UP
+
+
+@pytest.mark.parametrize("read", [
+    lambda v: v.masked.sum().item(), lambda v: int(v.masked.sum()), lambda v: v.masked.nonzero(as_tuple=True),
+    lambda v: torch.argwhere(v.masked), lambda v: torch.where(v.masked), lambda v: v.canvas[v.masked],
+], ids=["item", "int", "nonzero-tuple", "argwhere", "where-one-arg", "bool-mask-index"])
+def test_reads_are_seen_under_inference_mode(read):
+    """The loops decode under torch.inference_mode, where composite ops (`.item()`, nonzero(as_tuple=True),
+    argwhere, one-argument where) reach a dispatch mode whole: each still counts as a host read."""
+
+    class Reading(type(build_strategy("confidence-topk"))):
+        def step(self, view):
+            read(view)
+            return super().step(view)
+
+    model = TinyNet()
+    with count_host_syncs(model) as syncs:
+        decode(model, PROMPTS, gen_length=16, strategy=Reading(k=1))
+    assert syncs.outside >= 16 + syncs.calls, syncs.summary()

@@ -12,7 +12,9 @@ as aten operations, so they can be counted on the CPU:
     syncs.by_op()                                 # {("outside", "aten.nonzero"): 3, ...}
 
 Counted (`SYNC_OPS` and the rules in `_kind`): `_local_scalar_dense` (`.item()`, `int()`,
-`bool()` of a tensor), `nonzero`, `masked_select`, `index` / `index_put` with a boolean mask,
+`bool()` of a tensor; `aten.item` under `torch.inference_mode`, where composite ops are not split
+before a dispatch mode sees them), `nonzero` (and `nonzero_numpy`, `argwhere`, one-argument `where`
+under inference mode), `masked_select`, `index` / `index_put` with a boolean mask,
 `bincount`, `histc`, `unique*`, `repeat_interleave` with tensor repeats and no `output_size`,
 `is_nonzero`, `equal`; `Tensor.tolist()` / `Tensor.numpy()` / `Tensor.cpu()` (a read of the
 data on the host: torch serves them without an aten op on the CPU; reads of a tensor that
@@ -39,6 +41,9 @@ __all__ = ["SYNC_OPS", "SyncCounter", "count_host_syncs"]
 
 SYNC_OPS = frozenset({
     "aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.bincount", "aten.histc",
+    # under torch.inference_mode (the decoding loops run in it) composite ops reach a dispatch mode
+    # whole: `.item()` / `int()` as aten.item, nonzero(as_tuple=True) as nonzero_numpy, argwhere
+    "aten.item", "aten.nonzero_numpy", "aten.argwhere",
     "aten._unique", "aten._unique2", "aten.unique_dim", "aten.unique_consecutive", "aten.unique_dim_consecutive",
     "aten.is_nonzero", "aten.equal",
 })
@@ -67,6 +72,8 @@ def _kind(func: Any, args: tuple, kwargs: dict) -> str | None:
     name = _base_name(func)
     if name in SYNC_OPS or name == "aten.lift_fresh":
         return name
+    if str(func) == "aten.where.default":  # torch.where(condition) alone: nonzero (under inference_mode)
+        return "aten.where[nonzero]"
     if name in _INDEX_OPS:
         indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
         if any(torch.is_tensor(i) and i.dtype in (torch.bool, torch.uint8) for i in (indices or ())):
@@ -74,7 +81,10 @@ def _kind(func: Any, args: tuple, kwargs: dict) -> str | None:
         return None
     if name == "aten.repeat_interleave":
         repeats = args[1] if len(args) > 1 else (args[0] if args else kwargs.get("repeats"))
-        if torch.is_tensor(repeats) and repeats.numel() > 1 and kwargs.get("output_size") is None:
+        output_size = kwargs.get("output_size")
+        if str(func).endswith(".self_Tensor") and len(args) > 3:  # (self, repeats, dim, output_size)
+            output_size = args[3]
+        if torch.is_tensor(repeats) and repeats.numel() > 1 and output_size is None:
             return name + "[tensor repeats]"
         return None
     if name in _COPY_OPS and not kwargs.get("non_blocking", False):
