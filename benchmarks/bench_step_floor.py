@@ -18,6 +18,7 @@ machine (its code has left the caches), so these floors are far above the ops' w
 
     python benchmarks/bench_step_floor.py
     python benchmarks/bench_step_floor.py --repeats 15 --blocks 32
+    python benchmarks/bench_step_floor.py --quick          # tiny sizes, seconds: a smoke run
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_strategies import BlockCausalStandIn  # noqa: E402
 
+# the stand-in's sizes (--quick shrinks them)
 VOCAB, DIM, LAYERS, HEADS, BATCH, PROMPT, GEN = 4096, 256, 2, 4, 8, 32, 32
 CLOCK = time.process_time
 
@@ -97,7 +99,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7, help="decodes per kind (median)")
     ap.add_argument("--blocks", type=int, default=8, help="block length, a divisor of 32")
     ap.add_argument("--kinds", default="top1,lse,block3")
+    ap.add_argument("--quick", action="store_true", help="tiny sizes, one decode per kind: a seconds-long smoke run")
     args = ap.parse_args()
+    if args.quick:
+        global VOCAB, DIM, LAYERS, HEADS, BATCH, PROMPT, GEN
+        VOCAB, DIM, LAYERS, HEADS, BATCH, PROMPT, GEN = 128, 32, 1, 2, 2, 8, 16
+        args.repeats = 1
     if args.repeats < 1 or args.blocks < 1 or GEN % args.blocks:
         sys.exit(f"error: --repeats must be >= 1 and --blocks a divisor of {GEN}; got {args.repeats}, {args.blocks}")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
