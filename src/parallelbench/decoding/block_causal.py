@@ -33,6 +33,7 @@ from parallelbench.decoding import sampling
 from parallelbench.decoding.block_grid import BlockGrid, block_causal_bias, block_length_for
 from parallelbench.decoding.canvas import left_pad, make_template, model_device
 from parallelbench.decoding.collect import collect
+from parallelbench.decoding.op_kinds import float32
 from parallelbench.decoding.repair import RepairLog, finished_rows
 from parallelbench.decoding.result import DecodeResult
 from parallelbench.decoding.strategy import Strategy, strategy_max_steps
@@ -50,11 +51,6 @@ def _check_cache(model: Any) -> None:
             f"block-causal model {type(model).__name__} has cache_mode='block' but no {' / '.join(missing)}; "
             "implement them (see BlockCausalModel) or load it with cache=none"
         )
-
-
-def _float(x: torch.Tensor) -> torch.Tensor:
-    """x as float32; float32 itself without a call into torch (one op fewer per step)."""
-    return x if x.dtype == torch.float32 else x.float()
 
 
 def _fresh(ids: torch.Tensor) -> torch.Tensor:
@@ -313,20 +309,20 @@ def decode_block_causal(
         waited = waited or win.idx is not None
         c_rows, c_canvas, c_real = win.rows(rows), win.rows(canvas), win.rows(real)
         first = 0 if kv is None else start  # first column the call computes
-        key = (epoch, a, first)
-        known = layouts.get(key[:2]) if win.idx is None else None  # (first column, position ids, mask, bias)
+        key = (epoch, a)
+        known = layouts.get(key) if win.idx is None else None  # (first column, position ids, mask, bias)
         if known is not None and known[0] == first:  # the same rows and columns as the previous call
             c_pos, c_mask, bias = known[1:]
         elif known is not None and known[0] < first:  # the block's later calls: the last query rows of its first
             cut = first - known[0]
             c_pos, c_mask, bias = known[1][:, cut:].contiguous(), known[2], known[3][:, cut:].contiguous()
-            layouts[key[:2]] = (first, c_pos, c_mask, bias)
+            layouts[key] = (first, c_pos, c_mask, bias)
         else:
             c_pos, c_mask = win.rows(positions)[:, first:end].contiguous(), c_real[:, :end].contiguous()
             bias = block_causal_bias(c_real, win.rows(blk), first, end)
             if win.idx is None:
                 layouts.clear()
-                layouts[key[:2]] = (first, c_pos, c_mask, bias)
+                layouts[key] = (first, c_pos, c_mask, bias)
         if kv is not None:
             store = None
             if start < h + win.c0:  # the call also computes finished columns: store the new ones
@@ -411,7 +407,7 @@ def decode_block_causal(
             new_gen = drafted = torch.where(commit, tokens, gen, out=gen)
             new_masked = c_masked.bitwise_xor_(commit)  # commit is a subset of c_masked
             torch.where(commit, here, c_order, out=c_order)
-            torch.where(commit, _float(conf), c_conf, out=c_conf)
+            torch.where(commit, float32(conf), c_conf, out=c_conf)
         else:
             new_gen = drafted = torch.where(commit, tokens, gen)
         if decision.edit is not None:  # token-to-token edits of settled slots (edit-threshold)
@@ -421,7 +417,7 @@ def decode_block_causal(
         if not in_place:
             new_masked = c_masked ^ commit  # commit is a subset of c_masked
             c_order = torch.where(commit, here, c_order)
-            c_conf = torch.where(commit, _float(conf), c_conf)
+            c_conf = torch.where(commit, float32(conf), c_conf)
         net = (commit & slots).sum(dim=1)
         c_remasks = None
         if decision.remask is not None:
@@ -471,7 +467,8 @@ def decode_block_causal(
         # -------------------------------------------------------------- finished rows
         fill = done = None  # None: the rows with no masked column, found in next_call's read
         stops = strategy.options.stop_at_eos
-        if c_held is not None or holding or stops:
+        own_done = c_held is not None or holding or stops  # finished rows decided here, not by the read
+        if own_done:
             c_all_masked = win.rows(masked)
             c_done = ~c_all_masked.any(dim=1)
         if c_held is not None:
@@ -489,7 +486,7 @@ def decode_block_causal(
             c_done = c_done | stop
         if log is not None:
             _log_step(log, win, canvas[:, h:], masked, editable, drafted, shift, fill)
-        if c_held is not None or holding or stops:
+        if own_done:
             done = c_done if win.idx is None else torch.zeros(n_live, dtype=torch.bool, device=device).index_copy_(
                 0, win.idx, c_done)
         # the step's one read of the device: finished rows and the next call's layout

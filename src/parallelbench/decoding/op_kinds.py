@@ -15,6 +15,11 @@ import torch
 _CONSTANTS: dict[tuple[float | int | bool, torch.dtype, torch.device], torch.Tensor] = {}
 
 
+def float32(x: torch.Tensor) -> torch.Tensor:
+    """x as float32; a float32 tensor itself, without a call into torch."""
+    return x if x.dtype == torch.float32 else x.float()
+
+
 def minus(a: torch.Tensor, b: torch.Tensor | float) -> torch.Tensor:
     """a - b, bit for bit, as an add."""
     return torch.add(a, b, alpha=-1)

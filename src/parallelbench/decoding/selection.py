@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from parallelbench.decoding.op_kinds import float32
+
 NEG_INF = float("-inf")
 
 
@@ -33,7 +35,7 @@ def top_k(scores: torch.Tensor, candidates: torch.Tensor, k: torch.Tensor | int)
 def best(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
     """[b, G] each row's best-scoring candidate (the leftmost on a tie: top_k's rule, without a sort)."""
     # masked_fill / eq rather than where with a scalar / scatter: op kinds the step already ran
-    s = (scores if scores.dtype == torch.float32 else scores.float()).masked_fill(~candidates, NEG_INF)
+    s = float32(scores).masked_fill(~candidates, NEG_INF)
     slots = torch.arange(s.shape[1], device=s.device)
     return (slots == s.argmax(dim=1, keepdim=True)) & candidates
 
