@@ -392,3 +392,33 @@ def test_run_refuses_a_checkpoint_without_ids_or_with_ids_outside_its_vocabulary
         line = res.output.strip()
         assert res.exit_code == 2 and len(line.splitlines()) == 1 and "Traceback" not in line, res.output
         assert line.startswith("error: ") and words in line, line
+
+
+@pytest.mark.parametrize("rows", [3, 200])  # few rows: the plain way; many: the chunked search
+@pytest.mark.parametrize("ids", [(0, 2, 3), (4095, 70, 64), (130, 1, 129)])  # (mask, DELETE, SPLIT)
+def test_the_vocabulary_pass_equals_argmax_with_the_columns_at_minus_infinity(rows, ids):
+    """x / other / clean are SGLang's argmax of the logits, the mask (and DELETE / SPLIT) columns
+    at -inf, the first index on a tie; the probabilities are softmax(logits) there."""
+    from parallelbench.decoding.schedules.indel_threshold import _vocab_choices
+
+    g = torch.Generator().manual_seed(rows + ids[0])
+    v = 4096
+    for ties in (False, True):
+        logits = torch.randn(rows, 2, v, generator=g)
+        if ties:  # a few levels only: most rows tie at their maximum, often on a set-aside column
+            logits = torch.randint(0, 3, (rows, 2, v), generator=g).float()
+            logits[: rows // 2, :, list(ids)] = 2.0
+        mask_id, delete_id, split_id = ids
+        x, other, clean, p, p_other = _vocab_choices(logits, mask_id, delete_id, split_id)
+
+        def banned(cols):
+            z = logits.clone()
+            z[..., list(cols)] = float("-inf")
+            return z.argmax(dim=-1)
+
+        assert torch.equal(x, logits.argmax(dim=-1))
+        assert torch.equal(other, banned([mask_id]))
+        assert torch.equal(clean, banned(ids))
+        probs = torch.softmax(logits, dim=-1)
+        assert torch.equal(p, probs.gather(-1, x.unsqueeze(-1)).squeeze(-1))
+        assert torch.equal(p_other, probs.gather(-1, other.unsqueeze(-1)).squeeze(-1))

@@ -51,18 +51,23 @@ def rows_of(x: torch.Tensor, r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
 # Up to this many elements a plain max(dim) is cheaper than the chunked search: its five extra ops
 # each cost tens of microseconds right after a model's forward (their code is no longer cached),
 # more than the chunks save on a few rows (one step's focus positions at batch 8, vocabulary 4,096).
-_PLAIN_UP_TO = 1 << 17
+PLAIN_UP_TO = 1 << 17
 
 
-def _chunk(x: torch.Tensor) -> int | None:
-    """The chunk width of row_max's chunked search over [N, V], or None for a plain max(dim)."""
-    n, v = x.shape
-    if n * v <= _PLAIN_UP_TO or not x.is_cpu:  # is_cpu: no torch.device object made
-        return None
+def width_for(v: int) -> int | None:
+    """A chunk width for rows of v entries (a divisor of v, at least four chunks), or None."""
     for c in (128, 64, 32):
         if v % c == 0 and v >= 4 * c:
             return c
     return None
+
+
+def chunk_width(x: torch.Tensor) -> int | None:
+    """The chunk width of row_max's chunked search over [N, V], or None for a plain max(dim)."""
+    n, v = x.shape
+    if n * v <= PLAIN_UP_TO or not x.is_cpu:  # is_cpu: no torch.device object made
+        return None
+    return width_for(v)
 
 
 def _winner(blocks: torch.Tensor, block: torch.Tensor) -> torch.Tensor:
@@ -77,7 +82,7 @@ def row_max(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     x.max(dim=-1). On many rows, reduces chunks of the row with the vectorised amax first and looks
     for the index only inside the winning chunk: about 5x faster than max(dim) on the CPU."""
     n, v = x.shape
-    chunk = _chunk(x)
+    chunk = chunk_width(x)
     if chunk is None:
         values, indices = x.max(dim=-1)
         return values, indices
@@ -92,7 +97,7 @@ def row_max_chunks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.T
     row_max does not use chunks): one element per chunk, so the winner's chunk aside they are
     distinct entries other than the maximum (for lower bounds on the rest of a softmax)."""
     n, v = x.shape
-    chunk = _chunk(x)
+    chunk = chunk_width(x)
     if chunk is None:
         values, indices = row_max(x)
         return values, indices, None
@@ -109,7 +114,7 @@ def row_top2(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     over x (the chunk maxima), without the copy `clone + scatter + amax` needs; None where
     row_max would not use chunks (then do it the plain way)."""
     n, v = x.shape
-    chunk = _chunk(x)
+    chunk = chunk_width(x)
     if chunk is None:
         return None
     blocks = x.view(n, v // chunk, chunk) if x.is_contiguous() else x.reshape(n, v // chunk, chunk)

@@ -41,7 +41,8 @@ import torch
 
 from parallelbench.decoding import selection
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
-from parallelbench.decoding.view import Decision, Shift, StepView
+from parallelbench.decoding.op_kinds import float32
+from parallelbench.decoding.view import PLAIN_UP_TO, Decision, Shift, StepView, width_for
 
 POST_RULES = ("cumulative", "reset")
 NEG_INF = float("-inf")
@@ -166,10 +167,7 @@ class IndelThreshold(Strategy):
         post = torch.where(fresh, 0, st["post"])
 
         logits = view.logits  # in the model's dtype: no float copy of the whole block
-        norm = _log_normaliser(logits)
-        x = logits.argmax(dim=-1)  # the first index on a tie
-        p = torch.exp(logits.gather(-1, x.unsqueeze(-1)).squeeze(-1).float() - norm)
-        top_val, top_idx = logits.topk(min(5, logits.shape[-1]), dim=-1)  # the alternatives to a banned argmax
+        x, other, clean, p, p_other = _vocab_choices(logits, mask_id, delete_id, split_id)
 
         orig_masks = orig & masked
         n_orig, n_masks = orig_masks.sum(dim=1), masked.sum(dim=1)
@@ -183,10 +181,9 @@ class IndelThreshold(Strategy):
         final = final | ((post >= m) if m > 0 else (n_orig == 0))
 
         # an original mask whose argmax is the mask token takes its best other token
-        other = _first_not_in(top_idx, top_val, (mask_id,))
         fallback = orig_masks & (x == mask_id) & ~final.unsqueeze(1)
-        x = torch.where(fallback, other[0], x)
-        p = torch.where(fallback, torch.exp(other[1].float() - norm), p)
+        x = torch.where(fallback, other, x)
+        p = torch.where(fallback, p_other, p)
 
         # mask to token
         conf = torch.where(masked, p, NEG_INF)
@@ -211,7 +208,6 @@ class IndelThreshold(Strategy):
         quiet = ~writes.any(dim=1)  # nothing to write: the block is done
 
         # the final round writes no mask, DELETE or SPLIT
-        clean = _first_not_in(top_idx, top_val, (mask_id, delete_id, split_id))[0]
         banned = (x == mask_id) | (x == delete_id) | (x == split_id)
         x = torch.where(writes & banned & final.unsqueeze(1), clean, x)
 
@@ -249,23 +245,82 @@ class IndelThreshold(Strategy):
                         shift=shift)
 
 
-def _log_normaliser(logits: torch.Tensor) -> torch.Tensor:
-    """[b, G] float32 log-sum-exp of [b, G, V] logits, in row chunks of about 256 MB of float32 when
-    the logits are in a lower precision (a block of a large vocabulary at a large batch)."""
-    flat = logits.reshape(-1, logits.shape[-1])
-    if flat.dtype == torch.float32 or flat.shape[0] == 0:
-        return torch.logsumexp(flat.float(), dim=-1).view(logits.shape[:-1])
-    rows = max(1, (1 << 26) // flat.shape[-1])
-    return torch.cat([torch.logsumexp(c.float(), dim=-1) for c in flat.split(rows)]).view(logits.shape[:-1])
+def _vocab_choices(logits: torch.Tensor, mask_id: int, delete_id: int, split_id: int) -> tuple[torch.Tensor, ...]:
+    """Per slot of [b, G, V] logits: the argmax over the vocabulary (x), over all but the mask token
+    (other) and over all but mask, DELETE and SPLIT (clean), each the first index on a tie (SGLang's
+    argmax of logits with those columns at -inf), and the float32 softmax probabilities of x and
+    other. One chunked pass finds clean; x and other are clean or one of the three set-aside
+    columns, so no second pass over the vocabulary and no copy of the logits are needed."""
+    b, g, v = logits.shape
+    flat = logits.reshape(b * g, v)
+    ids = _set_aside(v, (mask_id, delete_id, split_id), flat.device)
+    clean_value, clean = _best_outside(flat, ids)
+    aside = flat.index_select(1, ids.order)  # [N, 3]: the mask's, DELETE's and SPLIT's logits
+    x = _first_best(clean_value, clean, aside, ids.order, v)
+    other = _first_best(clean_value, clean, aside.masked_fill(ids.is_mask, NEG_INF), ids.order, v)
+    probs = _softmax_at(flat, torch.stack((x, other), dim=1))
+    return (x.view(b, g), other.view(b, g), clean.view(b, g), probs[:, 0].view(b, g), probs[:, 1].view(b, g))
 
 
-def _first_not_in(idx: torch.Tensor, val: torch.Tensor, banned: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
-    """(index, logit) of the best entry of the sorted top entries [.., n] that is none of `banned` (n > len(banned))."""
-    ok = torch.ones_like(idx, dtype=torch.bool)
-    for t in banned:
-        ok &= idx != t
-    first = ok.long().argmax(dim=-1, keepdim=True)  # the first allowed one (n > len(banned): one exists)
-    return idx.gather(-1, first).squeeze(-1), val.gather(-1, first).squeeze(-1)
+class _SetAside:
+    """The three set-aside ids of a vocabulary, laid out for _best_outside (made once per vocabulary)."""
+
+    def __init__(self, v: int, banned: tuple[int, int, int], device: torch.device):
+        self.order = torch.tensor(banned, device=device)  # mask, DELETE, SPLIT
+        self.is_mask = torch.tensor([True, False, False], device=device)
+        self.width = width_for(v) if device.type == "cpu" else None  # elsewhere: the plain way
+        if self.width is not None:
+            w = self.width
+            cols = torch.zeros(v, dtype=torch.bool, device=device).index_fill_(0, self.order, True)
+            self.ban = cols.view(v // w, w)  # [chunks, w]: True at the set-aside columns
+            self.chunks = torch.tensor(sorted({i // w for i in banned}), device=device)  # the chunks holding one
+            self.chunk_ban = self.ban.index_select(0, self.chunks)
+
+
+_SET_ASIDE: dict[tuple[int, tuple[int, int, int], torch.device], _SetAside] = {}
+
+
+def _set_aside(v: int, banned: tuple[int, int, int], device: torch.device) -> _SetAside:
+    key = (v, banned, device)
+    found = _SET_ASIDE.get(key)
+    if found is None:
+        found = _SET_ASIDE[key] = _SetAside(v, banned, device)
+    return found
+
+
+def _best_outside(flat: torch.Tensor, ids: _SetAside) -> tuple[torch.Tensor, torch.Tensor]:
+    """(values, indices) of each row's maximum of [N, V] leaving out the set-aside columns, the
+    first index on a tie. On many rows: the chunks' maxima (vectorised amax), those of the chunks
+    holding a set-aside column taken again without it, and the index looked for only in the
+    winning chunk; on few rows (or off the CPU), a copy with the columns at -inf and max(dim)."""
+    n, v = flat.shape
+    w = ids.width if n * v > PLAIN_UP_TO else None
+    if w is None:
+        return flat.index_fill(1, ids.order, NEG_INF).max(dim=-1)
+    blocks = flat.view(n, v // w, w) if flat.is_contiguous() else flat.reshape(n, v // w, w)
+    chunk_max = blocks.amax(dim=-1)
+    fixed = blocks.index_select(1, ids.chunks).masked_fill_(ids.chunk_ban, NEG_INF).amax(dim=-1)
+    values, block = chunk_max.index_copy_(1, ids.chunks, fixed).max(dim=-1)  # the first chunk holding it
+    winner = blocks.gather(1, block.view(n, 1, 1).expand(n, 1, w)).view(n, w)
+    inner = winner.masked_fill_(ids.ban.index_select(0, block), NEG_INF).argmax(dim=-1)
+    return values, block * w + inner
+
+
+def _first_best(value: torch.Tensor, index: torch.Tensor, aside: torch.Tensor, order: torch.Tensor, v: int) -> torch.Tensor:
+    """The first index of the maximum over a row's other columns (their best `value` at `index`,
+    the first of its ties) and the set-aside columns' logits `aside` (ids `order`)."""
+    top = torch.maximum(value, aside.amax(dim=1))
+    first_aside = torch.where(aside == top.unsqueeze(1), order, v).amin(dim=1)
+    return torch.where(value == top, torch.minimum(index, first_aside), first_aside)
+
+
+def _softmax_at(flat: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """[N, k] float32 softmax(flat)[row, cols[row]], in row chunks of about 256 MB of float32 (a
+    block of a large vocabulary at a large batch)."""
+    rows = max(1, (1 << 26) // max(flat.shape[-1], 1))
+    if flat.shape[0] <= rows:
+        return torch.softmax(float32(flat), dim=-1).gather(1, cols)
+    return torch.cat([torch.softmax(float32(f), dim=-1).gather(1, c) for f, c in zip(flat.split(rows), cols.split(rows))])
 
 
 def _shift_source(editable: torch.Tensor, deleted: torch.Tensor, split: torch.Tensor) -> torch.Tensor:
