@@ -10,8 +10,13 @@ API, no records, no windowing, no state):
 - top1:    the greedy top-1 commit (focus rows, softmax, mask token, max, best row, write);
 - lse:     top1 plus a logsumexp over every position of the block (the least vocabulary work of a
            rule that may rewrite any position of the block: each position's normaliser);
+- softmax: top1 plus a softmax over every position of the block (the cheapest fused pass that
+           gives each position's probabilities);
 - block3:  a logsumexp, an argmax and a top-5 over the whole block's logits (the vocabulary work
-           indel-threshold does each step, with the ops it uses), then the top1 commit.
+           indel-threshold did each step until its fifth pass), then the top1 commit;
+- indel:   indel-threshold's own vocabulary pass since then (`_vocab_choices`: one chunked search
+           for the best token outside mask / DELETE / SPLIT, the three columns, a softmax over the
+           block), then the top1 commit.
 
 Right after a forward the first op of each kind in a step costs tens of microseconds on this
 machine (its code has left the caches), so these floors are far above the ops' warm cost.
@@ -34,6 +39,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_strategies import BlockCausalStandIn  # noqa: E402
 
+from parallelbench.decoding.schedules.indel_threshold import _vocab_choices  # noqa: E402
+
 # the stand-in's sizes (--quick shrinks them)
 VOCAB, DIM, LAYERS, HEADS, BATCH, PROMPT, GEN = 4096, 256, 2, 4, 8, 32, 32
 CLOCK = time.process_time
@@ -50,9 +57,13 @@ def step(kind: str, logits: torch.Tensor, masked: torch.Tensor, canvas: torch.Te
     """One bare step on the block's logits [BATCH, block, V]; commits each row's best position."""
     if kind in ("lse", "block3"):
         torch.logsumexp(logits, dim=-1)
+    if kind == "softmax":
+        torch.softmax(logits, dim=-1)
     if kind == "block3":
         logits.argmax(dim=-1)
         logits.topk(5, dim=-1)
+    if kind == "indel":
+        _vocab_choices(logits, 0, 2, 3)  # the stand-in's mask id, and bench_strategies.py's DELETE / SPLIT
     r, p = torch.nonzero_static(masked, size=n).unbind(1)
     probs = torch.softmax(logits[r, p], dim=-1)
     probs[:, 0] = 0.0
@@ -98,7 +109,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=7, help="decodes per kind (median)")
     ap.add_argument("--blocks", type=int, default=8, help="block length, a divisor of 32")
-    ap.add_argument("--kinds", default="top1,lse,block3")
+    ap.add_argument("--kinds", default="top1,softmax,lse,indel,block3")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, one decode per kind: a seconds-long smoke run")
     args = ap.parse_args()
     if args.quick:
@@ -108,9 +119,10 @@ def main() -> None:
     if args.repeats < 1 or args.blocks < 1 or GEN % args.blocks:
         sys.exit(f"error: --repeats must be >= 1 and --blocks a divisor of {GEN}; got {args.repeats}, {args.blocks}")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in ("top1", "lse", "block3")]
+    known = ("top1", "softmax", "lse", "indel", "block3")
+    unknown = [k for k in kinds if k not in known]
     if unknown:
-        sys.exit(f"error: unknown kind {unknown[0]!r} in --kinds; choose from top1, lse, block3")
+        sys.exit(f"error: unknown kind {unknown[0]!r} in --kinds; choose from {', '.join(known)}")
     torch.set_num_threads(1)
     net = BlockCausalStandIn(VOCAB, DIM, LAYERS, HEADS, 4 * DIM, "block", default_block_length=GEN)
     print(f"# stand-in d={DIM} layers={LAYERS} vocab={VOCAB}; batch {BATCH}, prompt {PROMPT}, gen {GEN}, "
