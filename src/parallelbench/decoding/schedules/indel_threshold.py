@@ -161,8 +161,14 @@ class IndelThreshold(Strategy):
             rounds["written"] = torch.full((rounds["rows"], width, cap), -1, dtype=torch.long, device=device)
         r = view.block_step.to(device)  # this round's index within the block (the same for every row)
         fresh = r == 0
-        seen = torch.where(fresh[:, None, None], -1, rounds["seen"][view.rows])  # block states of earlier rounds
-        written = torch.where(fresh[:, None, None], -1, rounds["written"][view.rows])  # tokens written per slot
+        # every row in the call: view.rows is 0..n-1, so the records are updated where they are
+        whole = view.rows.shape[0] == rounds["rows"]
+        if whole:
+            seen = rounds["seen"].masked_fill_(fresh[:, None, None], -1)  # block states of earlier rounds
+            written = rounds["written"].masked_fill_(fresh[:, None, None], -1)  # tokens written per slot
+        else:
+            seen = torch.where(fresh[:, None, None], -1, rounds["seen"][view.rows])
+            written = torch.where(fresh[:, None, None], -1, rounds["written"][view.rows])
         orig = torch.where(fresh.unsqueeze(1), masked, st["orig"])
         post = torch.where(fresh, 0, st["post"])
 
@@ -227,8 +233,9 @@ class IndelThreshold(Strategy):
         slot = r.clamp(max=cap - 1)
         seen[ar, slot] = canvas
         written[ar, :, slot] = torch.where(writes, x, written[ar, :, slot])
-        rounds["seen"][view.rows] = seen
-        rounds["written"][view.rows] = written
+        if not whole:
+            rounds["seen"][view.rows] = seen
+            rounds["written"][view.rows] = written
 
         # what the writes do: tokens, masks again, deletes and splits (then the shift)
         deleted, split = writes & (x == delete_id), writes & (x == split_id)
@@ -255,10 +262,13 @@ def _vocab_choices(logits: torch.Tensor, mask_id: int, delete_id: int, split_id:
     flat = logits.reshape(b * g, v)
     ids = _set_aside(v, (mask_id, delete_id, split_id), flat.device)
     clean_value, clean = _best_outside(flat, ids)
-    aside = flat.index_select(1, ids.order)  # [N, 3]: the mask's, DELETE's and SPLIT's logits
-    x = _first_best(clean_value, clean, aside, ids.order, v)
-    other = _first_best(clean_value, clean, aside.masked_fill(ids.is_mask, NEG_INF), ids.order, v)
-    probs = _softmax_at(flat, torch.stack((x, other), dim=1))
+    # x and other: clean, or one of the three set-aside columns (the mask's left out for other)
+    aside = flat.index_select(1, ids.order).unsqueeze(1) + ids.left_out  # [N, 2, 3]
+    top = torch.maximum(clean_value.unsqueeze(1), aside.amax(dim=2))  # [N, 2]
+    first_aside = torch.where(aside == top.unsqueeze(2), ids.order, v).amin(dim=2)
+    choice = torch.where(clean_value.unsqueeze(1) == top, torch.minimum(clean.unsqueeze(1), first_aside), first_aside)
+    probs = _softmax_at(flat, choice)
+    x, other = choice.unbind(1)
     return (x.view(b, g), other.view(b, g), clean.view(b, g), probs[:, 0].view(b, g), probs[:, 1].view(b, g))
 
 
@@ -267,7 +277,8 @@ class _SetAside:
 
     def __init__(self, v: int, banned: tuple[int, int, int], device: torch.device):
         self.order = torch.tensor(banned, device=device)  # mask, DELETE, SPLIT
-        self.is_mask = torch.tensor([True, False, False], device=device)
+        # added to the three columns' logits: as they are (for x), the mask's left out (for other)
+        self.left_out = torch.tensor([[0.0, 0.0, 0.0], [NEG_INF, 0.0, 0.0]], device=device)
         self.width = width_for(v) if device.type == "cpu" else None  # elsewhere: the plain way
         if self.width is not None:
             w = self.width
@@ -304,14 +315,6 @@ def _best_outside(flat: torch.Tensor, ids: _SetAside) -> tuple[torch.Tensor, tor
     winner = blocks.gather(1, block.view(n, 1, 1).expand(n, 1, w)).view(n, w)
     inner = winner.masked_fill_(ids.ban.index_select(0, block), NEG_INF).argmax(dim=-1)
     return values, block * w + inner
-
-
-def _first_best(value: torch.Tensor, index: torch.Tensor, aside: torch.Tensor, order: torch.Tensor, v: int) -> torch.Tensor:
-    """The first index of the maximum over a row's other columns (their best `value` at `index`,
-    the first of its ties) and the set-aside columns' logits `aside` (ids `order`)."""
-    top = torch.maximum(value, aside.amax(dim=1))
-    first_aside = torch.where(aside == top.unsqueeze(1), order, v).amin(dim=1)
-    return torch.where(value == top, torch.minimum(index, first_aside), first_aside)
 
 
 def _softmax_at(flat: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
