@@ -400,21 +400,24 @@ def decode_block_causal(
         tokens = view.x0 if decision.tokens is None else decision.tokens
         conf = view.confidence if decision.confidence is None else decision.confidence
         here = c_own.unsqueeze(1)
-        # every row in the window and only commits: write the block's columns in place (no copies back)
-        in_place = (win.idx is None and log is None and shift is None and decision.edit is None
-                    and decision.remask is None)
+        edit = None if decision.edit is None else decision.edit & ~c_masked & c_editable  # of settled slots
+        # every row in the window and no shift: write the block's columns in place (no copies back)
+        in_place = win.idx is None and shift is None
         if in_place:
-            new_gen = drafted = torch.where(commit, tokens, gen, out=gen)
+            if log is not None:  # the record reads the block after the commits, before the edits
+                drafted = torch.where(commit, tokens, gen)
+            written = commit if edit is None else commit | edit
+            new_gen = torch.where(written, tokens, gen, out=gen)
+            if log is None:
+                drafted = new_gen  # not read: the record is off
             new_masked = c_masked.bitwise_xor_(commit)  # commit is a subset of c_masked
-            torch.where(commit, here, c_order, out=c_order)
+            torch.where(written, here, c_order, out=c_order)
             torch.where(commit, float32(conf), c_conf, out=c_conf)
         else:
             new_gen = drafted = torch.where(commit, tokens, gen)
-        if decision.edit is not None:  # token-to-token edits of settled slots (edit-threshold)
-            edit = decision.edit & ~c_masked & c_editable
-            new_gen = torch.where(edit, tokens, new_gen)
-            c_order = torch.where(edit, here, c_order)
-        if not in_place:
+            if edit is not None:
+                new_gen = torch.where(edit, tokens, new_gen)
+                c_order = torch.where(edit, here, c_order)
             new_masked = c_masked ^ commit  # commit is a subset of c_masked
             c_order = torch.where(commit, here, c_order)
             c_conf = torch.where(commit, float32(conf), c_conf)
@@ -422,9 +425,14 @@ def decode_block_causal(
         c_remasks = None
         if decision.remask is not None:
             remask = decision.remask & ~new_masked & c_editable
-            new_gen = torch.where(remask, mask_id, new_gen)
-            new_masked = new_masked | remask
-            c_order = torch.where(remask, -1, c_order)
+            if in_place:
+                new_gen.masked_fill_(remask, mask_id)
+                new_masked.bitwise_or_(remask)
+                c_order.masked_fill_(remask, -1)
+            else:
+                new_gen = torch.where(remask, mask_id, new_gen)
+                new_masked = new_masked | remask
+                c_order = torch.where(remask, -1, c_order)
             n_remask = (remask & slots).sum(dim=1)
             c_remasks = win.rows(remasks) + n_remask
             net = net - n_remask
