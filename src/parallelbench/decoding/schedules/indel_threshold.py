@@ -155,20 +155,22 @@ class IndelThreshold(Strategy):
         block = view.block_length
         device = canvas.device
         rounds = st["rounds"]
+        vocab = view.logits.shape[-1]
         cap = block + o.post_steps + 2  # rounds a block can take, with room to spare
         if "seen" not in rounds:
             rounds["seen"] = torch.full((rounds["rows"], cap, width), -1, dtype=torch.long, device=device)
-            rounds["written"] = torch.full((rounds["rows"], width, cap), -1, dtype=torch.long, device=device)
+            # tokens written per slot and round; the vocabulary size where none was (a column past the vocabulary)
+            rounds["written"] = torch.full((rounds["rows"], width, cap), vocab, dtype=torch.long, device=device)
         r = view.block_step.to(device)  # this round's index within the block (the same for every row)
         fresh = r == 0
         # every row in the call: view.rows is 0..n-1, so the records are updated where they are
         whole = view.rows.shape[0] == rounds["rows"]
         if whole:
             seen = rounds["seen"].masked_fill_(fresh[:, None, None], -1)  # block states of earlier rounds
-            written = rounds["written"].masked_fill_(fresh[:, None, None], -1)  # tokens written per slot
+            written = rounds["written"].masked_fill_(fresh[:, None, None], vocab)
         else:
             seen = torch.where(fresh[:, None, None], -1, rounds["seen"][view.rows])
-            written = torch.where(fresh[:, None, None], -1, rounds["written"][view.rows])
+            written = torch.where(fresh[:, None, None], vocab, rounds["written"][view.rows])
         orig = torch.where(fresh.unsqueeze(1), masked, st["orig"])
         post = torch.where(fresh, 0, st["post"])
 
@@ -179,11 +181,11 @@ class IndelThreshold(Strategy):
         n_orig, n_masks = orig_masks.sum(dim=1), masked.sum(dim=1)
         introduced = n_masks - n_orig
         if o.post_rule == "cumulative":
-            post = post + (n_orig == 0).long()
+            post = post + (n_orig == 0)
         else:
             post = torch.where(n_orig > 0, 0, post + 1)
         m = o.post_steps
-        final = (r + 1) > block + m
+        final = r >= block + m  # round r + 1 > block + m
         final = final | ((post >= m) if m > 0 else (n_orig == 0))
 
         # an original mask whose argmax is the mask token takes its best other token
@@ -194,12 +196,12 @@ class IndelThreshold(Strategy):
         # mask to token
         conf = torch.where(masked, p, NEG_INF)
         if o.steps is None:
-            k = torch.full_like(n_orig, o.min_k)
+            k = o.min_k
         else:
             schedule = torch.tensor(split_schedule(block, o.steps), device=device)
             k = schedule[r.clamp(max=o.steps - 1)]
-        required = torch.minimum(k + introduced, n_masks)
-        high = masked & (conf > o.threshold)
+        required = torch.minimum(introduced + k, n_masks)
+        high = conf > o.threshold  # conf is -inf off the masks, and the threshold is at least 0
         chosen = torch.where((high.sum(dim=1) >= required).unsqueeze(1), high, selection.top_k(conf, masked, required))
         regular = (n_orig > 0) & ~final
         m2t = torch.where(regular.unsqueeze(1), chosen, masked)
@@ -213,9 +215,9 @@ class IndelThreshold(Strategy):
         writes = m2t | t2t
         quiet = ~writes.any(dim=1)  # nothing to write: the block is done
 
-        # the final round writes no mask, DELETE or SPLIT
-        banned = (x == mask_id) | (x == delete_id) | (x == split_id)
-        x = torch.where(writes & banned & final.unsqueeze(1), clean, x)
+        # the final round writes no mask, DELETE or SPLIT: clean, which is x itself where x is none of them
+        # (x, as other, is the first of the best tokens, so the first of those outside the three)
+        x = torch.where(writes & final.unsqueeze(1), clean, x)
 
         # loop escape: a block state seen before changes its least confident changing slot
         seen_before = (seen == canvas.unsqueeze(1)).all(dim=2).any(dim=1)
@@ -224,11 +226,9 @@ class IndelThreshold(Strategy):
         at = torch.where(changing, p, float("inf")).argmin(dim=1)
         ar = torch.arange(b, device=device)
         pick = logits[ar, at].float()
-        ban = torch.zeros((b, pick.shape[-1] + 1), dtype=torch.bool, device=device)
-        tried = written[ar, at]
-        ban.scatter_(1, torch.where(tried >= 0, tried, pick.shape[-1]), True)
-        ban[:, mask_id] |= orig_masks[ar, at]
-        redraw = pick.masked_fill_(ban[:, :-1], NEG_INF).argmax(dim=-1)
+        ban = torch.zeros((b, vocab + 1), dtype=torch.bool, device=device).scatter_(1, written[ar, at], True)
+        pick.masked_fill_(ban[:, :-1], NEG_INF).select(1, mask_id).masked_fill_(orig_masks[ar, at], NEG_INF)
+        redraw = pick.argmax(dim=-1)
         x[ar, at] = torch.where(escape, redraw, x[ar, at])
         slot = r.clamp(max=cap - 1)
         seen[ar, slot] = canvas
@@ -238,11 +238,12 @@ class IndelThreshold(Strategy):
             rounds["written"][view.rows] = written
 
         # what the writes do: tokens, masks again, deletes and splits (then the shift)
-        deleted, split = writes & (x == delete_id), writes & (x == split_id)
-        plain = writes & ~deleted & ~split
-        commit = m2t & plain & (x != mask_id)
-        edit = t2t & plain & (x != mask_id) & (x != canvas)
-        remask = t2t & (x == mask_id)
+        is_delete, is_split, is_mask = x == delete_id, x == split_id, x == mask_id
+        deleted, split = writes & is_delete, writes & is_split
+        plain = writes & ~(is_delete | is_split | is_mask)  # a token written as such
+        commit = m2t & plain
+        edit = t2t & plain & (x != canvas)
+        remask = t2t & is_mask
         source = _shift_source(editable, deleted, split)
         moved = source.clamp(min=0)
         st["orig"] = (source >= 0) & orig.gather(1, moved)  # a slot keeps its mark when filled; new masks have none
@@ -339,7 +340,7 @@ def _shift_source(editable: torch.Tensor, deleted: torch.Tensor, split: torch.Te
     src = torch.searchsorted(end, rank.clamp(min=0), right=True)  # the slot whose part covers that place
     inside = src < g
     src = src.clamp(max=g - 1)
-    part = rank - (end.gather(1, src) - width.gather(1, src))  # 0 or 1 (1: the old content of a SPLIT)
+    part = rank - (end - width).gather(1, src)  # 0 or 1 (1: the old content of a SPLIT)
     opened = split.gather(1, src) & (part == 0)
     out = torch.where(inside & ~opened, src, -1)
     return torch.where(editable, out, torch.arange(g, device=editable.device).expand(b, g))
