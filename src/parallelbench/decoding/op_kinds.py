@@ -33,3 +33,16 @@ def constant(value: float | int | bool, like: torch.Tensor) -> torch.Tensor:
     if found is None:
         found = _CONSTANTS[key] = torch.full((), value, dtype=like.dtype, device=like.device)
     return found
+
+
+_RAMPS: dict[tuple[int, int, torch.dtype, torch.device], torch.Tensor] = {}
+
+
+def ramp(start: int, stop: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """arange(start, stop) made once per (start, stop, dtype, device), then reused: read it, never
+    write into it (no arange, nor the add that would shift it, in every step)."""
+    key = (start, stop, dtype, device)
+    found = _RAMPS.get(key)
+    if found is None:
+        found = _RAMPS[key] = torch.arange(start, stop, dtype=dtype, device=device)
+    return found

@@ -153,6 +153,8 @@ class ConfidenceFactor(Strategy):
             raise option_error("factor", self.options.factor, "> 0")
 
     def select(self, view: StepView, scores: torch.Tensor) -> torch.Tensor:
+        if view.decision_confidence is view.confidence:  # decided and ranked on the same values: one sort
+            return selection.factor(view.confidence, view.candidates, self.options.factor)
         count = selection.factor_count(view.decision_confidence, view.candidates, self.options.factor)
         return selection.top_k(view.confidence, view.candidates, count)
 

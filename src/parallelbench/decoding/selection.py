@@ -9,27 +9,26 @@ from __future__ import annotations
 
 import torch
 
-from parallelbench.decoding.op_kinds import float32
+from parallelbench.decoding.op_kinds import constant, float32, minus, ramp
 
 NEG_INF = float("-inf")
 
 
-def descending_rank(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
-    """Rank (0 = best) of each position among its row's candidates; non-candidates rank last."""
-    s = scores.float().masked_fill(~candidates, NEG_INF)
-    order = torch.argsort(s, dim=1, descending=True, stable=True)
-    rank = torch.empty_like(order)
-    rank.scatter_(1, order, torch.arange(s.shape[1], device=s.device).expand_as(order))
-    return rank
-
-
 def top_k(scores: torch.Tensor, candidates: torch.Tensor, k: torch.Tensor | int) -> torch.Tensor:
     """The k best-scoring candidates of each row (k may differ per row)."""
-    if not torch.is_tensor(k):  # one k for every row: a scalar comparison, and no sort for k = 1
-        if int(k) == 1:
-            return best(scores, candidates)
-        return (descending_rank(scores, candidates) < int(k)) & candidates
-    return (descending_rank(scores, candidates) < k.unsqueeze(1)) & candidates
+    if not torch.is_tensor(k) and int(k) == 1:  # no sort for k = 1
+        return best(scores, candidates)
+    # the sorted slots below k put back in place (non-candidates sort last): a sort and a scatter,
+    # the kinds eb and the factor rule run too
+    order = torch.sort(float32(scores).masked_fill(~candidates, NEG_INF), dim=1, descending=True, stable=True)[1]
+    slots = ramp(0, scores.shape[1], torch.long, scores.device)
+    admitted = slots < k.unsqueeze(1) if torch.is_tensor(k) else (slots < int(k)).expand(order.shape)
+    return _unsort(admitted, order, candidates)
+
+
+def _unsort(admitted: torch.Tensor, order: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+    """[b, G] the candidates at the sorted slots `admitted` ([b, G] bool; `order` from the sort)."""
+    return torch.full(candidates.shape, False, device=candidates.device).scatter_(1, order, admitted) & candidates
 
 
 def best(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
@@ -92,7 +91,14 @@ def factor_count(confidence: torch.Tensor, candidates: torch.Tensor, f: float) -
 
 
 def factor(confidence: torch.Tensor, candidates: torch.Tensor, f: float) -> torch.Tensor:
-    return top_k(confidence, candidates, factor_count(confidence, candidates, f))
+    """top_k(confidence, candidates, factor_count(...)) from one sort: the admissible n form a
+    prefix of the sorted slots, so the slots admitted (and the first, at least) are the tokens.
+    (The same sort order as top_k's: float32 to float64 is exact.)"""
+    c, order = torch.sort(confidence.double().masked_fill(~candidates, NEG_INF), dim=1, descending=True, stable=True)
+    # (n + 1)(1 - c_n), n = 1, 2, ..., rounded as factor_count's; -inf slots (no candidate) give +inf
+    admitted = ramp(2, c.shape[1] + 2, torch.float64, c.device) * minus(constant(1.0, c), c) < f
+    admitted.select(1, 0).fill_(True)
+    return _unsort(admitted, order, candidates)
 
 
 def entropy_bounded_count(entropy: torch.Tensor, candidates: torch.Tensor, gamma: float) -> torch.Tensor:
@@ -113,18 +119,17 @@ def entropy_bounded(
     """Commit that many tokens; ranked by `scores` (default: lowest entropy first).
 
     Ranked by entropy, the tokens are the first `count` of the very sort that finds the count
-    (ascending, stable: the same order as top_k on -entropy), so no second sort is needed."""
+    (ascending, stable: the same order as top_k on -entropy). Entropies are never negative, so
+    the sums along the sort never decrease and the admissible slots are exactly those whose
+    predecessors sum to at most gamma (slot 0 always): no count, no prefix run."""
     if scores is not None:
         return top_k(scores, candidates, entropy_bounded_count(entropy, candidates, gamma))
-    v = entropy.double().masked_fill(~candidates, float("inf"))
-    h, order = torch.sort(v, dim=1, stable=True)
-    slots = torch.arange(v.shape[1], device=v.device).unsqueeze(0)
-    valid = slots < candidates.sum(dim=1, keepdim=True)
-    h = h.masked_fill(~valid, 0.0)
-    before = torch.cumsum(h, dim=1)
-    before = torch.cat([torch.zeros_like(before[:, :1]), before[:, :-1]], dim=1)  # entropies before each slot
-    count = prefix_count(before <= gamma, valid)
-    return torch.zeros_like(candidates).scatter_(1, order, slots < count.unsqueeze(1)) & candidates
+    h, order = torch.sort(entropy.double().masked_fill(~candidates, float("inf")), dim=1, stable=True)
+    within = torch.cumsum(h, dim=1) <= gamma  # slot i: the first i + 1 entropies (the ones before slot i + 1)
+    chosen = torch.full(candidates.shape, False, device=candidates.device)
+    chosen.scatter_(1, order[:, 1:], within[:, :-1])
+    chosen.scatter_(1, order[:, :1], constant(True, chosen).expand(order.shape[0], 1))
+    return chosen & candidates
 
 
 def steps_schedule_k(remaining: torch.Tensor, steps_left: torch.Tensor) -> torch.Tensor:

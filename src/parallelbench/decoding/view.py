@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from parallelbench.decoding import sampling
+from parallelbench.decoding.op_kinds import minus
 
 
 class cached_property:  # noqa: N801 - the name and behaviour of functools.cached_property
@@ -138,8 +139,8 @@ def entropy_of(logits: torch.Tensor, probs: torch.Tensor, top: torch.Tensor, top
     Where a logit is -inf its probability is 0 and the term p (m - z) is 0 * inf = NaN: nansum
     drops it (the same sum as with the term at 0)."""
     m = logits.amax(dim=-1, keepdim=True) if top_logit is None else top_logit.unsqueeze(-1)
-    weighted = torch.sub(m, logits)  # one [N, V] temporary, reused in place
-    return weighted.mul_(probs).nansum(dim=-1) - top.log() * probs.sum(dim=-1)
+    weighted = minus(m, logits)  # one [N, V] temporary, reused in place (minus: a kind the step runs anyway)
+    return minus(weighted.mul_(probs).nansum(dim=-1), top.log() * probs.sum(dim=-1))
 
 
 @dataclass
@@ -421,12 +422,13 @@ class StepView:
         probs, mask_p = self._flat_softmax
         value, index = self._flat_top1  # the largest entry besides the mask token, and where it is
         logits = self._flat_logits
-        top_logit = logits.gather(-1, index.unsqueeze(-1)).squeeze(-1)
+        top_logit = logits.gather(-1, index.unsqueeze(-1)).view(-1)
         if mask_p is None:
             top = value
         else:  # the mask token may hold the largest logit
-            top = torch.maximum(value, mask_p)
-            top_logit = torch.maximum(top_logit, logits[:, self.mask_id])
+            # the larger of the two, as amax over a stack (kinds the step runs anyway; no NaN here)
+            top = torch.stack([value, mask_p]).amax(dim=0)
+            top_logit = torch.stack([top_logit, logits[:, self.mask_id]]).amax(dim=0)
         return self._spread(entropy_of(logits, probs, top, top_logit), 0.0)
 
     def uniform(self, shape: tuple[int, ...]) -> torch.Tensor:
