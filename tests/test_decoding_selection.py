@@ -152,3 +152,32 @@ def test_eos_positions_decode_like_any_token():
     p = peaked(V, EOS, 0.9)
     r = run([p, p], build_strategy("confidence-topk", k=1))
     assert r.tokens == [EOS, EOS]
+
+
+def _rank_top_k(scores, cand, k):
+    """The rank-based definition: candidates whose descending stable rank is below k."""
+    s = scores.float().masked_fill(~cand, float("-inf"))
+    rank = torch.argsort(torch.argsort(s, dim=1, descending=True, stable=True), dim=1)
+    return (rank < k.unsqueeze(1)) & cand
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_one_sort_rules_equal_their_count_definitions(seed):
+    """top_k with a per-row k, the factor rule and eb (one sort and a scatter each) choose what the
+    count-then-rank definitions do, ties (repeated values) and empty rows included."""
+    g = torch.Generator().manual_seed(seed)
+    b, n = 6, 12
+    conf = torch.randint(0, 6, (b, n), generator=g).float() / 5  # many ties
+    cand = torch.rand((b, n), generator=g) < 0.7
+    cand[0] = False  # a row without candidates
+    k = torch.randint(0, n + 2, (b,), generator=g)
+    assert torch.equal(selection.top_k(conf, cand, k), _rank_top_k(conf, cand, k))
+    for k_int in (2, 5):
+        assert torch.equal(selection.top_k(conf, cand, k_int), _rank_top_k(conf, cand, torch.full((b,), k_int)))
+    for f in (0.3, 1.0, 1.6, 4.0):
+        want = _rank_top_k(conf, cand, selection.factor_count(conf, cand, f))
+        assert torch.equal(selection.factor(conf, cand, f), want)
+    h = torch.randint(0, 4, (b, n), generator=g).float() / 8  # entropies, never negative
+    for gamma in (0.0, 0.125, 0.3, 1.0, 10.0):
+        want = _rank_top_k(-h, cand, selection.entropy_bounded_count(h, cand, gamma))
+        assert torch.equal(selection.entropy_bounded(h, cand, gamma), want)
