@@ -79,14 +79,18 @@ class RepairLog:
         kind in a step is what costs (decoding/op_kinds.py). `first` and `last` are -1 at the same slots (never written)."""
         holes = drafted == self._mask
         drafted_w = editable & ~holes
-        seen = ~(self.last == self._unset)  # written at some step before this one
+        unseen = self.last == self._unset  # never written before this step (never editable ones included)
         last = torch.where(drafted_w, drafted, self.last)
-        first = torch.where(drafted_w & ~seen, drafted, self.first)
+        # an unseen slot's first token is what it holds now (-1 if still nothing): `last`
+        first = torch.where(unseen, last, self.first)
         written = editable & ~masked
         # an edit: a written slot now holding another token than the last one it held; as commits and
         # edits touch different slots, that is a re-commit with another token or a token-to-token edit
-        changed = written & seen & ~(gen == self.last)
-        snapshot = torch.where(holes & editable & seen, last, drafted)  # a new mask never written: the mask
+        # (gen is never -1, so an unseen slot compares gen with itself: no `|`, a kind the step lacks)
+        changed = written & ~(gen == torch.where(unseen, gen, self.last))
+        # a hole shows the last token it held; elsewhere `last` is the drafted token (seen slots) and
+        # an unseen slot shows what was drafted (the mask for a new mask never written)
+        snapshot = torch.where(unseen, drafted, last)
         if fill is not None:
             changed = changed & ~fill
             first = torch.where(written & (first == self._unset), gen, first)  # masks the fill wrote
@@ -95,9 +99,9 @@ class RepairLog:
         self.edits = self.edits + changed.sum(dim=1)
         self.first = first
         self.original = self.original & holes
-        now = self.pending & ~self.original.amax(dim=1)  # any()
-        self.unmask = torch.where(now.unsqueeze(1), snapshot, self.unmask)
-        self.pending = self.pending & ~now
+        left = self.original.amax(dim=1)  # any()
+        self.unmask = torch.where((self.pending & ~left).unsqueeze(1), snapshot, self.unmask)
+        self.pending = self.pending & left
         self.last = torch.where(written, gen, last)
 
     def finish(self, done: torch.Tensor, idx: torch.Tensor, out: dict[str, torch.Tensor], n_rows: int,

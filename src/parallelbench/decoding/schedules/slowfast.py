@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding import selection
+from parallelbench.decoding.op_kinds import ramp
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView
 
@@ -50,37 +51,39 @@ class SlowFast(Strategy):
         z = torch.zeros(batch_size, dtype=torch.long, device=device)
         return {"fast": z.bool(), "span_end": z - 1, "last_end": z - 1, "same": z.clone(), "slow": z.clone()}
 
-    def _span_end(self, view: StepView, idx: torch.Tensor) -> torch.Tensor:
-        """[b] last position of the confident run of candidates starting at the first one.
-        (Integer positions, masked and reduced with amin / amax over stacks: op kinds the loop runs anyway.)"""
-        cand = view.candidates
-        idx = idx.expand(cand.shape)
-        first = idx.masked_fill(~cand, view.gen_length).amin(dim=1)
-        weak = cand & (view.confidence < self.options.span_threshold)
-        before_weak = idx.masked_fill(~weak, view.gen_length).amin(dim=1).add(-1)
-        last_cand = idx.masked_fill(~cand, -1).amax(dim=1)
+    def _span_end(self, view: StepView, idx: torch.Tensor, off: torch.Tensor) -> torch.Tensor:
+        """[b] last position of the confident run of candidates starting at the first one
+        (`off`: ~candidates). Integer positions, masked and reduced with amin / amax over stacks:
+        op kinds the loop runs anyway."""
+        g = view.gen_length
+        first = idx.masked_fill(off, g).amin(dim=1)
+        weak = view.candidates & (view.confidence < self.options.span_threshold)
+        before_weak = idx.masked_fill(~weak, g).amin(dim=1).add(-1)
+        last_cand = idx.masked_fill(off, -1).amax(dim=1)
         end = torch.stack([before_weak, last_cand]).amin(dim=0)
         return torch.stack([end, first]).amax(dim=0)  # at least the first candidate
 
     def step(self, view: StepView) -> Decision:
         st, o = view.state, self.options
         cand, conf = view.candidates, view.confidence
-        idx = torch.arange(view.gen_length, device=view.device).unsqueeze(0)
-        end = self._span_end(view, idx)
+        idx = ramp(0, view.gen_length, torch.long, view.device).expand(cand.shape)
+        end = self._span_end(view, idx, ~cand)
 
         # a fast phase ends when its span has nothing left to commit
         in_span = cand & (idx <= st["span_end"].unsqueeze(1))
         st["fast"] = st["fast"] & in_span.amax(dim=1)  # any()
         slow = ~st["fast"]
         st["same"] = (st["same"] + 1).masked_fill(~(slow & (end == st["last_end"])), 0)
-        st["last_end"] = torch.where(slow, end, st["last_end"])
+        # where(..., out=) into the state itself: the kind the loop writes its block with
+        torch.where(slow, end, st["last_end"], out=st["last_end"])
         st["slow"] = (st["slow"] + 1).masked_fill(st["fast"], 0)
         go_fast = slow & ((st["same"] > o.stable_steps - 1) | (st["slow"] > o.max_slow_steps))
-        st["span_end"] = torch.where(go_fast, end, st["span_end"])
-        st["fast"] = st["fast"] | go_fast
+        torch.where(go_fast, end, st["span_end"], out=st["span_end"])
+        fast = st["fast"] = st["fast"] | go_fast
         st["slow"] = st["slow"].masked_fill(go_fast, 0)
 
-        fast_pool = cand & (idx <= st["span_end"].unsqueeze(1)) & st["fast"].unsqueeze(1)
-        fast_commit = selection.threshold(conf, fast_pool, o.fast_threshold)
-        slow_commit = selection.top_k(conf, cand, 1) & ~st["fast"].unsqueeze(1)
-        return Decision(commit=fast_commit | slow_commit)
+        # one pool: a fast row's span (the threshold rule, the best if none passes), a slow row's
+        # candidates (nothing passes: the best), so one fallback serves both phases
+        pool = cand & ((idx <= st["span_end"].unsqueeze(1)) | ~fast.unsqueeze(1))
+        chosen = pool & (conf > o.fast_threshold) & fast.unsqueeze(1)
+        return Decision(commit=selection.with_fallback(chosen, conf, pool))
