@@ -95,3 +95,11 @@ def test_reads_are_seen_under_inference_mode(read):
     with count_host_syncs(model) as syncs:
         decode(model, PROMPTS, gen_length=16, strategy=Reading(k=1))
     assert syncs.outside >= 16 + syncs.calls, syncs.summary()
+
+
+@pytest.mark.parametrize("cache", ["none", "block"])
+def test_prophet_reads_once_per_step_without_masks_outside_the_block(cache):
+    """Prophet finds its candidates from the loop's count and checks other masks only where there
+    are some: one read per step on the block-causal loop and on the canvas loop with one block."""
+    _check(ToyBlockNet(vocab=40, cache_mode=cache, default_block_length=4), build_strategy("prophet", block_length=4))
+    _check(TinyNet(), build_strategy("prophet"))

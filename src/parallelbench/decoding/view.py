@@ -251,9 +251,10 @@ class StepView:
     # gathered into one [N, V] block, so a step pays for what it can commit, not for the
     # whole generation region.
     def count_focus(self, focus: torch.Tensor, count: int) -> None:
-        """Set `focus`, with at least `count` positions in it (the loop knows; at most `count` are
-        True, padding after them repeats position (0, 0)), so finding them reads nothing on the
-        host. A strategy that sets another focus itself gets `nonzero`'s exact positions."""
+        """Set `focus` with `count` positions in it, known to the loop, so finding them reads nothing
+        on the host: the exact number when the loops set the focus before the step (`positions`
+        relies on it), an upper bound after it (padding after the True positions repeats position
+        (0, 0)). A strategy that sets another focus itself gets `nonzero`'s exact positions."""
         self.focus = focus
         self.__dict__["_counted"] = (focus, int(count))
         self.__dict__.pop("_where", None)
@@ -266,6 +267,14 @@ class StepView:
             r, p = torch.nonzero_static(self.focus, size=counted[1], fill_value=0).unbind(1)
             return r, p
         return self.focus.nonzero(as_tuple=True)
+
+    def positions(self, where: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(row, position) of every True of `where` [b, G], row-major; for the focus the loop
+        counted (its candidates or masks, set before the step), the focus's own index: no host read."""
+        if where is self.focus and self.__dict__.get("_counted", (None,))[0] is where:
+            return self._where
+        r, p = where.nonzero(as_tuple=True)
+        return r, p
 
     @cached_property
     def _flat_logits(self) -> torch.Tensor:

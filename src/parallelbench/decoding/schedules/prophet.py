@@ -33,7 +33,7 @@ def top2_gap(view: StepView, where: torch.Tensor) -> tuple[torch.Tensor, torch.T
     +inf and the canvas elsewhere. Reads only those positions' logits."""
     gap = torch.full(view.canvas.shape, float("inf"), device=view.device)
     top = view.canvas.clone()
-    r, p = where.nonzero(as_tuple=True)
+    r, p = view.positions(where)
     if r.numel():
         logits = rows_of(view.logits, r, p)  # a copy: safe to edit
         if logits.dtype != torch.float32:
@@ -87,12 +87,13 @@ class Prophet(TopKStrategy):
         # so the other masked positions are looked at only for rows that pass. The gaps are +inf
         # off the positions looked at, so "every looked-at gap above the threshold" is a row minimum.
         gap, top = top2_gap(view, view.candidates)
-        maybe = gap.amin(dim=1) > thr
-        rest = view.masked & ~view.candidates & maybe.unsqueeze(1)
-        if bool(rest.amax()):  # any()
-            gap_rest, top_rest = top2_gap(view, rest)
-            gap, top = torch.where(rest, gap_rest, gap), torch.where(rest, top_rest, top)
-        settled = maybe & (gap.amin(dim=1) > thr)
+        settled = gap.amin(dim=1) > thr
+        if view.masked is not view.candidates:  # masks outside the active block (not on the block-causal loop)
+            rest = view.masked & ~view.candidates & settled.unsqueeze(1)
+            if bool(rest.amax()):  # any()
+                gap_rest, top_rest = top2_gap(view, rest)
+                gap, top = torch.where(rest, gap_rest, gap), torch.where(rest, top_rest, top)
+                settled = settled & (gap.amin(dim=1) > thr)
         base = self.select(view, self.score(view))
         early = settled.unsqueeze(1)
         view.state["extra_early_commit"] = view.state["extra_early_commit"] + settled
