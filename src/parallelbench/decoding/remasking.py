@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding import selection
+from parallelbench.decoding.op_kinds import float32
 from parallelbench.decoding.presets import TopKOptions, TopKStrategy
 from parallelbench.decoding.strategy import option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView
@@ -55,7 +56,6 @@ class ReMDM(TopKStrategy):
     def step(self, view: StepView) -> Decision:
         o = self.options
         commit = self.select(view, self.score(view))
-        conf = torch.where(commit, view.confidence.float(), view.commit_conf)
         # committed | commit, in op kinds the loop runs anyway (commit lies among the masked positions)
         committed = view.editable & ~(view.masked & ~commit)
         # a true division of the two counts: the float32 quotient of .float() / .float(), no conversions
@@ -67,10 +67,11 @@ class ReMDM(TopKStrategy):
         remask = None
         if bool(revise.amax()):  # any()
             # the remask_k committed tokens with the lowest confidence at commit time
+            conf = torch.where(commit, float32(view.confidence), view.commit_conf)
             k = torch.full_like(left, o.remask_k) * revise.long()
             remask = selection.top_k(-conf, committed, k) & revise.unsqueeze(1)
             view.state["revisions_left"] = left - revise.long()
-        return Decision(commit=commit, remask=remask, confidence=conf)
+        return Decision(commit=commit, remask=remask)
 
 
 @dataclass
@@ -90,13 +91,11 @@ class RunningConfidenceRemasking(TopKStrategy):
 
     def step(self, view: StepView) -> Decision:
         st = view.state
-        predicted = view.masked & view.in_block
-        conf = view.confidence.float()
+        conf = float32(view.confidence)
         # the running maximum, as one where (no NaN here): a kind the step runs anyway
-        running = torch.where(predicted & (st["running"] < conf), conf, st["running"])
+        running = torch.where(view.in_active_block(view.masked) & (st["running"] < conf), conf, st["running"])
         st["running"] = running
-        pool = view.editable & view.in_block
-        committed_in_block = (view.committed & view.in_block).sum(dim=1)
-        target = committed_in_block + self.tokens_this_step(view)
-        keep = selection.top_k(running, pool, target)
-        return Decision(commit=keep & view.masked, remask=view.committed & view.in_block & ~keep)
+        committed = view.in_active_block(view.committed)
+        target = committed.sum(dim=1) + self.tokens_this_step(view)
+        keep = selection.top_k(running, view.in_active_block(view.editable), target)
+        return Decision(commit=keep & view.masked, remask=committed & ~keep)

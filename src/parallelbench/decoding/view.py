@@ -209,6 +209,11 @@ class StepView:
         """[b, G] positions inside each row's active block."""
         return self.block_of.unsqueeze(0) == self.block.unsqueeze(1)
 
+    def in_active_block(self, x: torch.Tensor) -> torch.Tensor:
+        """x & in_block; x itself when the view is the active block alone (the loops then hand
+        `masked` itself over as the candidates), which saves an op per use."""
+        return x if self.__dict__.get("candidates") is self.masked else x & self.in_block
+
     @cached_property
     def candidates(self) -> torch.Tensor:
         """[b, G] masked positions a step may commit (the active block only)."""

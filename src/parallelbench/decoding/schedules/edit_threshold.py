@@ -92,7 +92,7 @@ class EditThreshold(Strategy):
         else:
             commit = selection.threshold_at_least(view.decision_confidence, view.candidates, o.threshold, o.min_k,
                                                   view.confidence)
-        pool = view.committed & view.in_block
+        pool = view.in_active_block(view.committed)
         edit = torch.full(pool.shape, False, device=pool.device)
         top = view.canvas
         r, p = torch.nonzero(pool).unbind(1)
