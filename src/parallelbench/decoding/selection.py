@@ -35,8 +35,7 @@ def best(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
     """[b, G] each row's best-scoring candidate (the leftmost on a tie: top_k's rule, without a sort)."""
     # masked_fill / eq rather than where with a scalar / scatter: op kinds the step already ran
     s = float32(scores).masked_fill(~candidates, NEG_INF)
-    slots = torch.arange(s.shape[1], device=s.device)
-    return (slots == s.argmax(dim=1, keepdim=True)) & candidates
+    return (ramp(0, s.shape[1], torch.long, s.device) == s.argmax(dim=1, keepdim=True)) & candidates
 
 
 def with_fallback(chosen: torch.Tensor, scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
