@@ -213,3 +213,57 @@ def test_a_revision_in_the_step_that_fills_the_last_mask_is_not_in_the_unmask_an
     assert other.extra["remasked"] == 1 and other.extra["edits"] == 1
     assert other.extra["unmask_tokens"] == [A, B] and other.extra["first_tokens"] == [A, B]
     assert other.tokens != [A, B] and MASK not in other.extra["unmask_tokens"]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_deferred_record_equals_the_step_by_step_one(seed):
+    """RepairLog keeps its updates and applies them at once when read (`deferred`); that equals
+    applying each step as it comes, through commits, edits, remasks, the EOS fill, rows that
+    finish and leave, and reads in the middle."""
+    from parallelbench.decoding.repair import RepairLog
+
+    g = torch.Generator().manual_seed(seed)
+    b, width, mask, eos = 5, 7, 1, 0
+    editable = torch.rand((b, width), generator=g) < 0.85
+    gen = torch.where(editable, mask, torch.randint(2, 9, (b, width), generator=g))
+    masked = editable.clone()
+    masked[0] = False  # a row with nothing to fill
+    gen[0] = torch.where(editable[0], 5, gen[0])
+    logs = [RepairLog(gen, masked, editable, mask, deferred=d) for d in (False, True)]
+    for step in range(14):
+        rows = gen.shape[0]
+        commit = masked & (torch.rand((rows, width), generator=g) < 0.4)
+        tokens = torch.randint(2, 9, (rows, width), generator=g)
+        drafted = torch.where(commit, tokens, gen)
+        settled = ~masked & editable
+        edit = settled & (torch.rand((rows, width), generator=g) < 0.2)
+        new = torch.where(edit, torch.randint(2, 9, (rows, width), generator=g), drafted)
+        remask = (settled | commit) & ~edit & (torch.rand((rows, width), generator=g) < 0.15)
+        new = torch.where(remask, mask, new)
+        new_masked = (masked & ~commit) | remask
+        fill = None
+        if step % 4 == 3:  # the EOS fill of rows that stop
+            stop = torch.rand((rows, 1), generator=g) < 0.5
+            fill = stop & new_masked
+            new = torch.where(fill, eos, new)
+            new_masked = new_masked & ~fill
+        for log in logs:
+            log.update(drafted, new, new_masked, editable, fill)
+        gen, masked = new, new_masked
+        if step % 5 == 4 and rows > 1:  # a row finishes: read it, then drop it
+            keep = torch.arange(rows) != step % rows
+            outs = [{}, {}]
+            for log, out in zip(logs, outs):
+                log.finish(~keep, torch.tensor([0]), out, 1)
+                log.keep(keep)
+            for key in outs[0]:
+                assert torch.equal(outs[0][key], outs[1][key]), key
+            gen, masked, editable = gen[keep], masked[keep], editable[keep]
+        if step % 3 == 2:
+            logs[1]._settle()
+            for name in ("first", "last", "original", "pending", "unmask", "edits"):
+                assert torch.equal(getattr(logs[0], name), getattr(logs[1], name)), (step, name)
+    logs[1]._settle()
+    for name in ("first", "last", "original", "pending", "unmask", "edits"):
+        assert torch.equal(getattr(logs[0], name), getattr(logs[1], name)), name
+    assert int(logs[0].edits.sum()) > 0

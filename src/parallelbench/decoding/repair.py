@@ -35,8 +35,13 @@ REPAIR_KEYS = ("edits", "inserts", "deletes", "unmask_tokens", "first_tokens")
 class RepairLog:
     """Per-row repair record of the rows still decoding (dim 0 follows the loop's live rows)."""
 
-    def __init__(self, gen: torch.Tensor, masked: torch.Tensor, editable: torch.Tensor, mask_id: int):
-        """Start from the region `gen` [b, G] before a step, with `masked` still to fill."""
+    def __init__(self, gen: torch.Tensor, masked: torch.Tensor, editable: torch.Tensor, mask_id: int,
+                 deferred: bool = True):
+        """Start from the region `gen` [b, G] before a step, with `masked` still to fill.
+
+        `deferred`: `update` only keeps copies of its tensors, and they are applied all at once, over
+        every step kept, when the record is read or its rows change (`finish`, `keep`, `move`): about
+        two ops per step instead of thirty, which on the CPU is most of the record's cost."""
         written = editable & ~masked
         self.mask_id = mask_id
         self.first = torch.where(written, gen, torch.full_like(gen, -1))
@@ -49,16 +54,23 @@ class RepairLog:
         # the mask id and the never-written mark as tensors, made once: `update` compares with them
         self._mask = torch.full((), mask_id, dtype=gen.dtype, device=gen.device)
         self._unset = torch.full((), -1, dtype=gen.dtype, device=gen.device)
+        self._deferred = deferred
+        self._kept: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]] = []  # (drafted | gen, masked, fill)
+        self._editable = editable
 
     def keep(self, keep: torch.Tensor) -> None:
         """Drop the rows that finished (`keep` [b] bool, as the loop does with its own tensors)."""
+        self._settle()
         self.first, self.last, self.original = self.first[keep], self.last[keep], self.original[keep]
         self.pending, self.unmask, self.edits = self.pending[keep], self.unmask[keep], self.edits[keep]
         self.inserts, self.deletes = self.inserts[keep], self.deletes[keep]
 
     def move(self, source: torch.Tensor, inserts: torch.Tensor, deletes: torch.Tensor) -> None:
         """Insert / delete shifts (`Decision.shift`), before the step's `update`: slot j continues
-        the record of slot source[j] ([b, G]); -1 is a new mask (never written, not original)."""
+        the record of slot source[j] ([b, G]); -1 is a new mask (never written, not original).
+        A record that moves is kept step by step from then on (indel-threshold moves most steps)."""
+        self._settle()
+        self._deferred = False
         new = source < 0
         s = source.clamp(min=0)
         self.first = torch.where(new, -1, self.first.gather(1, s))
@@ -77,6 +89,10 @@ class RepairLog:
         Runs after every step of a rewriting strategy, so it sticks to the few op kinds the loop
         already runs (`==` against tensors, `~`, `&`, `where`): on the CPU the first op of each
         kind in a step is what costs (decoding/op_kinds.py). `first` and `last` are -1 at the same slots (never written)."""
+        if self._deferred:  # copies (the loops write some of these tensors in place later), applied in _settle
+            self._kept.append((torch.stack([drafted, gen]), masked.clone(), fill))
+            self._editable = editable
+            return
         holes = drafted == self._mask
         drafted_w = editable & ~holes
         unseen = self.last == self._unset  # never written before this step (never editable ones included)
@@ -104,10 +120,56 @@ class RepairLog:
         self.pending = self.pending & left
         self.last = torch.where(written, gen, last)
 
+    def _settle(self) -> None:
+        """Apply the updates kept since the last settle, all steps at once: `update`'s rules as scans
+        over the steps. Each step has two events per slot, its draft (`drafted`, where it holds a
+        token) and its result (`gen`, where written); the last token a slot held before a step is
+        the latest event before it, found with a running maximum of event indices."""
+        kept, self._kept = self._kept, []
+        if not kept:
+            return
+        pairs = torch.stack([k[0] for k in kept])  # [T, 2, b, G]: each step's drafted and gen
+        drafted, gen = pairs[:, 0], pairs[:, 1]
+        masked = torch.stack([k[1] for k in kept])
+        fills = [k[2] for k in kept]
+        fill = None if all(f is None for f in fills) else torch.stack(
+            [torch.zeros_like(masked[0]) if f is None else f for f in fills])
+        editable, steps = self._editable, len(kept)
+        holes = drafted == self._mask
+        written = editable & ~masked
+        events = pairs.flatten(0, 1)  # [2T, b, G]: step t's draft at 2t, its result at 2t + 1
+        valid = torch.stack([editable & ~holes, written], dim=1).flatten(0, 1)
+        at = torch.arange(1, 2 * steps + 1, device=events.device).view(-1, 1, 1)
+        latest = torch.where(valid, at, 0).cummax(dim=0).values  # index into [start, events...]
+        held = torch.cat([self.last.unsqueeze(0), events]).gather(0, torch.cat([torch.zeros_like(latest[:1]), latest]))
+        before, drafted_last = held[0 : 2 * steps : 2], held[1 : 2 * steps : 2]  # before each step, after its draft
+        unseen = before == self._unset
+        changed = written & ~(gen == torch.where(unseen, gen, before))
+        snapshot = torch.where(unseen, drafted, drafted_last)
+        if fill is not None:
+            changed = changed & ~fill
+            holes = holes & ~fill
+            snapshot = torch.where(fill, gen, snapshot)
+        self.edits = self.edits + changed.sum(dim=(0, 2))
+        # a slot's first token is its first event's (the start's where it was written before)
+        first_event = valid.to(torch.uint8).argmax(dim=0, keepdim=True)
+        found = torch.where(valid.any(dim=0), events.gather(0, first_event).squeeze(0), self.first)
+        self.first = torch.where(self.first == self._unset, found, self.first)
+        self.last = held[-1]
+        # original masks still unfilled after each step, and the step at which a row's last one filled
+        original = self.original & holes.to(torch.uint8).cummin(dim=0).values.bool()
+        left = original.amax(dim=2)  # [T, b]: any()
+        now = self.pending & ~left[-1]
+        at_step = (~left).to(torch.uint8).argmax(dim=0).view(1, -1, 1).expand(1, *snapshot.shape[1:])
+        self.unmask = torch.where(now.unsqueeze(1), snapshot.gather(0, at_step).squeeze(0), self.unmask)
+        self.pending = self.pending & left[-1]
+        self.original = original[-1]
+
     def finish(self, done: torch.Tensor, idx: torch.Tensor, out: dict[str, torch.Tensor], n_rows: int,
                cols: torch.Tensor | None = None) -> None:
         """Write rows `done` (live-row mask) into the per-call outputs at original rows `idx`;
         `cols` ([done rows, gen_length]): the region columns returned, where the region is wider."""
+        self._settle()
         unmask, first = self.unmask[done], self.first[done]
         if cols is not None:
             unmask, first = unmask.gather(1, cols), first.gather(1, cols)
