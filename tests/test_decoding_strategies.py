@@ -233,3 +233,22 @@ def test_the_worked_example_in_the_docs_runs(tmp_path, monkeypatch):
     assert r.num_committed == 16 and r.nfe < 16
     with pytest.raises(ValueError, match="ratio"):
         build_strategy("my_module:RelativeConfidence", ratio=2.0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_remdm_full_commit_test_equals_the_division_rule(seed):
+    """At remask_at = 1 ReMDM decides "everything committed" without counts; the same rows as the
+    float32 share of committed slots against 1 - 1e-9 (rows without editable slots: no)."""
+    from types import SimpleNamespace
+
+    g = torch.Generator().manual_seed(seed)
+    editable = torch.rand((9, 6), generator=g) < 0.7
+    editable[0] = False
+    masked = editable & (torch.rand((9, 6), generator=g) < 0.3)
+    commit = masked & (torch.rand((9, 6), generator=g) < 0.6)
+    view = SimpleNamespace(editable=editable, masked=masked)
+    committed = editable & ~(masked & ~commit)
+    total = editable.sum(dim=1)
+    want = committed.sum(dim=1) / total.masked_fill(total == 0, 1) >= 1.0 - 1e-9
+    assert torch.equal(build_strategy("remdm")._committed_enough(view, commit), want)
+    assert want.any() and not want.all()

@@ -56,22 +56,29 @@ class ReMDM(TopKStrategy):
     def step(self, view: StepView) -> Decision:
         o = self.options
         commit = self.select(view, self.score(view))
-        # committed | commit, in op kinds the loop runs anyway (commit lies among the masked positions)
-        committed = view.editable & ~(view.masked & ~commit)
-        # a true division of the two counts: the float32 quotient of .float() / .float(), no conversions
-        # (and the rest in op kinds the loop runs anyway: decoding/op_kinds.py)
-        total = view.editable.sum(dim=1)
-        fraction = committed.sum(dim=1) / total.masked_fill(total == 0, 1)
-        left = view.state["revisions_left"]
-        revise = (left >= 1) & (fraction >= o.remask_at - 1e-9)
+        left = view.state["revisions_left"]  # never negative
+        revise = ~(left == 0) & self._committed_enough(view, commit)
         remask = None
         if bool(revise.amax()):  # any()
             # the remask_k committed tokens with the lowest confidence at commit time
+            committed = view.editable & ~(view.masked & ~commit)  # committed | commit (commit lies among the masks)
             conf = torch.where(commit, float32(view.confidence), view.commit_conf)
             k = torch.full_like(left, o.remask_k) * revise.long()
             remask = selection.top_k(-conf, committed, k) & revise.unsqueeze(1)
             view.state["revisions_left"] = left - revise.long()
         return Decision(commit=commit, remask=remask)
+
+    def _committed_enough(self, view: StepView, commit: torch.Tensor) -> torch.Tensor:
+        """[b] whether the share of editable slots committed after this step reaches remask_at (the
+        float32 quotient of the counts against remask_at - 1e-9; an empty row: no). At remask_at = 1,
+        the default, that quotient reaches 1 exactly when no editable slot stays masked (regions under
+        2^24 slots): no counts, no division, in op kinds the loop runs anyway (masks lie in the
+        editable slots, commit among the masks)."""
+        if self.options.remask_at == 1.0:
+            return ~(view.masked ^ commit).amax(dim=1) & view.editable.amax(dim=1)
+        committed = view.editable & ~(view.masked & ~commit)
+        total = view.editable.sum(dim=1)
+        return committed.sum(dim=1) / total.masked_fill(total == 0, 1) >= self.options.remask_at - 1e-9
 
 
 @dataclass

@@ -55,7 +55,7 @@ class RepairLog:
         self._mask = torch.full((), mask_id, dtype=gen.dtype, device=gen.device)
         self._unset = torch.full((), -1, dtype=gen.dtype, device=gen.device)
         self._deferred = deferred
-        self._kept: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]] = []  # (drafted | gen, masked, fill)
+        self._kept: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]] = []  # update's args
         self._editable = editable
 
     def keep(self, keep: torch.Tensor) -> None:
@@ -84,13 +84,16 @@ class RepairLog:
         """After a step. `drafted`: the region after the step's commits, before its edits and
         remasks; `gen` / `masked`: the region and its masks after the whole step; `fill`: slots
         the loop set to EOS after a row's first EOS (`stop_at_eos`), which are never edits.
+        `drafted` and `fill` are kept as they are until the record is read: tensors of the step's
+        own, which the caller does not write afterwards (`gen` and `masked` are copied).
         A step's commits and edits touch different slots, so each slot changes at most once.
 
         Runs after every step of a rewriting strategy, so it sticks to the few op kinds the loop
         already runs (`==` against tensors, `~`, `&`, `where`): on the CPU the first op of each
         kind in a step is what costs (decoding/op_kinds.py). `first` and `last` are -1 at the same slots (never written)."""
-        if self._deferred:  # copies (the loops write some of these tensors in place later), applied in _settle
-            self._kept.append((torch.stack([drafted, gen]), masked.clone(), fill))
+        if self._deferred:  # applied in _settle; copies of what the loops write in place later (both
+            # loops hand over a `drafted` and a `fill` of the step's own: kept as they are)
+            self._kept.append((drafted, gen.clone(), masked.clone(), fill))
             self._editable = editable
             return
         holes = drafted == self._mask
@@ -128,10 +131,10 @@ class RepairLog:
         kept, self._kept = self._kept, []
         if not kept:
             return
-        pairs = torch.stack([k[0] for k in kept])  # [T, 2, b, G]: each step's drafted and gen
+        pairs = torch.stack([torch.stack(k[:2]) for k in kept])  # [T, 2, b, G]: each step's drafted and gen
         drafted, gen = pairs[:, 0], pairs[:, 1]
-        masked = torch.stack([k[1] for k in kept])
-        fills = [k[2] for k in kept]
+        masked = torch.stack([k[2] for k in kept])
+        fills = [k[3] for k in kept]
         fill = None if all(f is None for f in fills) else torch.stack(
             [torch.zeros_like(masked[0]) if f is None else f for f in fills])
         editable, steps = self._editable, len(kept)

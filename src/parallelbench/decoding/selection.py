@@ -40,8 +40,8 @@ def best(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
 
 def with_fallback(chosen: torch.Tensor, scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
     """Rows that chose nothing take their single best candidate (decided on the device: no host read)."""
-    empty = ~chosen.amax(dim=1) & candidates.amax(dim=1)  # any(), in the kind the loop reduces with
-    return chosen | (best(scores, candidates) & empty.unsqueeze(1))
+    # (best is empty on a row without candidates; any() as amax, the kind the loop reduces with)
+    return chosen | (best(scores, candidates) & ~chosen.amax(dim=1, keepdim=True))
 
 
 def threshold(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding import selection
-from parallelbench.decoding.op_kinds import constant, minus
+from parallelbench.decoding.op_kinds import constant, float32, minus
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView
 
@@ -60,7 +60,7 @@ class CreditDecoding(Strategy):
         """Update the credit of the candidates; return the fused (token, confidence) [b, G]."""
         o, st = self.options, view.state
         cand = view.candidates
-        top, p_top = view.x0, view.confidence.float()
+        top, p_top = view.x0, float32(view.confidence)
         credit = torch.where(cand, st["credit"] * o.decay, st["credit"])
         gain = p_top.clamp_min(1e-12) ** o.exponent
         same = st["credit_token"] == top
@@ -78,8 +78,8 @@ class CreditDecoding(Strategy):
         if r.numel():
             logits = view.logits[r, p].float()
             p_c[r, p] = torch.exp(logits.gather(-1, token[r, p].unsqueeze(-1)).squeeze(-1) - logits.logsumexp(dim=-1))
-        boost = torch.exp(o.fusion * torch.log1p(credit)) * has
-        boosted = p_c * boost
+        # p_c is 0 where no credit token is set (has is False), so the boost needs no mask there
+        boosted = p_c * torch.exp(o.fusion * torch.log1p(credit))
         z = (minus(constant(1.0, p_c), p_c) + boosted).clamp_min(1e-12)  # 1 - p_c + boosted
         other = p_top.masked_fill(now_top, 0.0)
         pick_c = ~(other > boosted) & has  # boosted >= other, in the comparison kind used above
