@@ -75,7 +75,7 @@ class ReMDM(TopKStrategy):
         2^24 slots): no counts, no division, in op kinds the loop runs anyway (masks lie in the
         editable slots, commit among the masks)."""
         if self.options.remask_at == 1.0:
-            return ~(view.masked ^ commit).amax(dim=1) & view.editable.amax(dim=1)
+            return ~(view.masked & ~commit).amax(dim=1) & view.editable.amax(dim=1)
         committed = view.editable & ~(view.masked & ~commit)
         total = view.editable.sum(dim=1)
         return committed.sum(dim=1) / total.masked_fill(total == 0, 1) >= self.options.remask_at - 1e-9
@@ -103,6 +103,7 @@ class RunningConfidenceRemasking(TopKStrategy):
         running = torch.where(view.in_active_block(view.masked) & (st["running"] < conf), conf, st["running"])
         st["running"] = running
         committed = view.in_active_block(view.committed)
-        target = committed.sum(dim=1) + self.tokens_this_step(view)
+        k = self.options.k if self.options.steps is None else self.tokens_this_step(view)  # (an int: no full)
+        target = committed.sum(dim=1) + k
         keep = selection.top_k(running, view.in_active_block(view.editable), target)
         return Decision(commit=keep & view.masked, remask=committed & ~keep)
