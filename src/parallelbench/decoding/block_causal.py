@@ -130,13 +130,12 @@ def _log_step(log: RepairLog, win: _Window, region: torch.Tensor, masked: torch.
         counts = torch.zeros((n, 2), dtype=torch.long, device=region.device)
         win.put_rows(counts, torch.stack([shift.inserts, shift.deletes], dim=1).to(counts))
         log.move(source, counts[:, 0], counts[:, 1])
-    full_drafted = region.clone()
-    win.put_cols(full_drafted, drafted)
     full_fill = None
     if fill is not None:
         full_fill = torch.zeros_like(masked)
         _Window(win.idx, 0, width).put_cols(full_fill, fill)
-    log.update(full_drafted, region, masked, editable, full_fill)
+    # outside the window the step drafted nothing: the record places the block's draft over the region
+    log.update(drafted, region, masked, editable, full_fill, place=win.put_cols)
 
 
 @torch.inference_mode()

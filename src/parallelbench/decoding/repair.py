@@ -25,7 +25,9 @@ changed a token either; `backfill` gives them their final tokens as both snapsho
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 import torch
 
@@ -55,7 +57,7 @@ class RepairLog:
         self._mask = torch.full((), mask_id, dtype=gen.dtype, device=gen.device)
         self._unset = torch.full((), -1, dtype=gen.dtype, device=gen.device)
         self._deferred = deferred
-        self._kept: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]] = []  # update's args
+        self._kept: list[tuple[Any, ...]] = []  # update's arguments, step by step
         self._editable = editable
 
     def keep(self, keep: torch.Tensor) -> None:
@@ -80,10 +82,13 @@ class RepairLog:
         self.deletes = self.deletes + deletes
 
     def update(self, drafted: torch.Tensor, gen: torch.Tensor, masked: torch.Tensor, editable: torch.Tensor,
-               fill: torch.Tensor | None = None) -> None:
+               fill: torch.Tensor | None = None, place: "Callable[[torch.Tensor, torch.Tensor], None] | None" = None,
+               ) -> None:
         """After a step. `drafted`: the region after the step's commits, before its edits and
         remasks; `gen` / `masked`: the region and its masks after the whole step; `fill`: slots
         the loop set to EOS after a row's first EOS (`stop_at_eos`), which are never edits.
+        `place`: `drafted` covers only the slots the step drafted (the block-causal loop's window);
+        `place(full, drafted)` writes it into `full`, a copy of `gen`, which elsewhere is the draft.
         `drafted` and `fill` are kept as they are until the record is read: tensors of the step's
         own, which the caller does not write afterwards (`gen` and `masked` are copied).
         A step's commits and edits touch different slots, so each slot changes at most once.
@@ -93,9 +98,11 @@ class RepairLog:
         kind in a step is what costs (decoding/op_kinds.py). `first` and `last` are -1 at the same slots (never written)."""
         if self._deferred:  # applied in _settle; copies of what the loops write in place later (both
             # loops hand over a `drafted` and a `fill` of the step's own: kept as they are)
-            self._kept.append((drafted, gen.clone(), masked.clone(), fill))
+            self._kept.append((drafted, gen.clone(), masked.clone(), fill, place))
             self._editable = editable
             return
+        if place is not None:
+            drafted = _placed(drafted, gen, place)
         holes = drafted == self._mask
         drafted_w = editable & ~holes
         unseen = self.last == self._unset  # never written before this step (never editable ones included)
@@ -131,7 +138,8 @@ class RepairLog:
         kept, self._kept = self._kept, []
         if not kept:
             return
-        pairs = torch.stack([torch.stack(k[:2]) for k in kept])  # [T, 2, b, G]: each step's drafted and gen
+        pairs = torch.stack([torch.stack((k[0] if k[4] is None else _placed(k[0], k[1], k[4]), k[1])) for k in kept])
+        # pairs [T, 2, b, G]: each step's drafted and gen
         drafted, gen = pairs[:, 0], pairs[:, 1]
         masked = torch.stack([k[2] for k in kept])
         fills = [k[3] for k in kept]
@@ -184,6 +192,13 @@ class RepairLog:
         """Rows `idx` that finished before the log began: nothing changed, final = unmask = first."""
         zeros = torch.zeros(idx.shape[0], dtype=torch.long)
         _put(out, n_rows, idx, zeros, tokens, torch.where(editable, tokens, torch.full_like(tokens, -1)), zeros, zeros)
+
+
+def _placed(drafted: torch.Tensor, gen: torch.Tensor, place: "Callable[[torch.Tensor, torch.Tensor], None]") -> torch.Tensor:
+    """The whole region's draft: `gen` where the step drafted nothing, `drafted` placed over it."""
+    full = gen.clone()
+    place(full, drafted)
+    return full
 
 
 def _put(out: dict[str, torch.Tensor], n_rows: int, idx: torch.Tensor, edits: torch.Tensor, unmask: torch.Tensor,

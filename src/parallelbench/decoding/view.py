@@ -73,9 +73,9 @@ def chunk_width(x: torch.Tensor) -> int | None:
     return width_for(v)
 
 
-def _winner(blocks: torch.Tensor, block: torch.Tensor) -> torch.Tensor:
-    """[N, chunk] the chunk `block[i]` of each row of blocks [N, chunks, chunk] (a copy; one gather,
-    cheaper than advanced indexing)."""
+def winning_chunk(blocks: torch.Tensor, block: torch.Tensor) -> torch.Tensor:
+    """[N, chunk] the chunk `block[i]` of each row of blocks [N, chunks, chunk] (a copy, safe to write;
+    one gather, cheaper than advanced indexing)."""
     n, _, width = blocks.shape
     return blocks.gather(1, block.view(n, 1, 1).expand(n, 1, width)).view(n, width)
 
@@ -91,7 +91,7 @@ def row_max(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return values, indices
     blocks = x.view(n, v // chunk, chunk) if x.is_contiguous() else x.reshape(n, v // chunk, chunk)
     values, block = blocks.amax(dim=-1).max(dim=-1)  # the first chunk holding the maximum
-    inner = _winner(blocks, block).argmax(dim=-1)
+    inner = winning_chunk(blocks, block).argmax(dim=-1)
     return values, block * chunk + inner
 
 
@@ -107,7 +107,7 @@ def row_max_chunks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.T
     blocks = x.view(n, v // chunk, chunk) if x.is_contiguous() else x.reshape(n, v // chunk, chunk)
     chunk_max = blocks.amax(dim=-1)
     values, block = chunk_max.max(dim=-1)
-    inner = _winner(blocks, block).argmax(dim=-1)
+    inner = winning_chunk(blocks, block).argmax(dim=-1)
     return values, block * chunk + inner, chunk_max
 
 
@@ -123,7 +123,7 @@ def row_top2(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     blocks = x.view(n, v // chunk, chunk) if x.is_contiguous() else x.reshape(n, v // chunk, chunk)
     chunk_max = blocks.amax(dim=-1)
     values, block = chunk_max.max(dim=-1)
-    winner = _winner(blocks, block)  # [N, chunk], a copy
+    winner = winning_chunk(blocks, block)  # [N, chunk], a copy
     inner = winner.argmax(dim=-1, keepdim=True)
     rest_of_winner = winner.scatter_(1, inner, float("-inf")).amax(dim=-1, keepdim=True)
     second = chunk_max.scatter_(1, block.unsqueeze(1), rest_of_winner).amax(dim=-1)

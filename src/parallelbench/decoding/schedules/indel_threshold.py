@@ -42,7 +42,7 @@ import torch
 from parallelbench.decoding import selection
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
 from parallelbench.decoding.op_kinds import float32
-from parallelbench.decoding.view import PLAIN_UP_TO, Decision, Shift, StepView, width_for
+from parallelbench.decoding.view import PLAIN_UP_TO, Decision, Shift, StepView, width_for, winning_chunk
 
 POST_RULES = ("cumulative", "reset")
 NEG_INF = float("-inf")
@@ -313,8 +313,7 @@ def _best_outside(flat: torch.Tensor, ids: _SetAside) -> tuple[torch.Tensor, tor
     chunk_max = blocks.amax(dim=-1)
     fixed = blocks.index_select(1, ids.chunks).masked_fill_(ids.chunk_ban, NEG_INF).amax(dim=-1)
     values, block = chunk_max.index_copy_(1, ids.chunks, fixed).max(dim=-1)  # the first chunk holding it
-    winner = blocks.gather(1, block.view(n, 1, 1).expand(n, 1, w)).view(n, w)
-    inner = winner.masked_fill_(ids.ban.index_select(0, block), NEG_INF).argmax(dim=-1)
+    inner = winning_chunk(blocks, block).masked_fill_(ids.ban.index_select(0, block), NEG_INF).argmax(dim=-1)
     return values, block * w + inner
 
 
