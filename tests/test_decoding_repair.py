@@ -267,3 +267,56 @@ def test_deferred_record_equals_the_step_by_step_one(seed):
     for name in ("first", "last", "original", "pending", "unmask", "edits"):
         assert torch.equal(getattr(logs[0], name), getattr(logs[1], name)), name
     assert int(logs[0].edits.sum()) > 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_draft_of_the_window_placed_by_the_record_equals_the_whole_region_draft(seed):
+    """The block-causal loop hands RepairLog only its window's draft (rows x block columns) and a
+    `place` that writes it over the region; the record must equal the one given the whole region's
+    draft, deferred or not, with the EOS fill reaching past the window."""
+    from parallelbench.decoding.repair import RepairLog
+
+    g = torch.Generator().manual_seed(100 + seed)
+    b, width, block, mask, eos = 6, 12, 4, 1, 0
+    editable = torch.rand((b, width), generator=g) < 0.9
+    gen = torch.where(editable, mask, torch.randint(2, 9, (b, width), generator=g))
+    masked = editable.clone()
+    logs = [RepairLog(gen, masked, editable, mask, deferred=d) for d in (False, True, False, True)]
+    for step in range(16):
+        c0 = block * int(torch.randint(0, width // block, (1,), generator=g))
+        rows = torch.nonzero(torch.rand(b, generator=g) < 0.7).view(-1)
+        if rows.numel() == 0:
+            rows = torch.arange(b)
+        window = torch.zeros((b, width), dtype=torch.bool)
+        window[rows.unsqueeze(1), torch.arange(c0, c0 + block).unsqueeze(0)] = True
+        commit = window & masked & (torch.rand((b, width), generator=g) < 0.5)
+        drafted = torch.where(commit, torch.randint(2, 9, (b, width), generator=g), gen)
+        settled = window & ~masked & editable
+        edit = settled & (torch.rand((b, width), generator=g) < 0.25)
+        new = torch.where(edit, torch.randint(2, 9, (b, width), generator=g), drafted)
+        remask = window & (settled | commit) & ~edit & (torch.rand((b, width), generator=g) < 0.15)
+        new = torch.where(remask, mask, new)
+        new_masked = (masked & ~commit) | remask
+        fill = None
+        if step % 3 == 2:  # rows of the window stop: their later masks become EOS, in any column
+            stop = torch.zeros((b, 1), dtype=torch.bool)
+            stop[rows] = torch.rand((rows.numel(), 1), generator=g) < 0.5
+            fill = stop & new_masked
+            new = torch.where(fill, eos, new)
+            new_masked = new_masked & ~fill
+        part = drafted[rows][:, c0:c0 + block].clone()
+
+        def place(full, d, rows=rows, c0=c0):
+            full[rows.unsqueeze(1), torch.arange(c0, c0 + block).unsqueeze(0)] = d
+
+        for log in logs[:2]:
+            log.update(drafted, new, new_masked, editable, fill)
+        for log in logs[2:]:
+            log.update(part, new, new_masked, editable, fill, place=place)
+        gen, masked = new, new_masked
+    for log in logs:
+        log._settle()
+    for name in ("first", "last", "original", "pending", "unmask", "edits"):
+        for log in logs[1:]:
+            assert torch.equal(getattr(logs[0], name), getattr(log, name)), name
+    assert int(logs[0].edits.sum()) > 0
