@@ -85,6 +85,18 @@ def test_a_plain_decode_call_needs_nothing_set_on_the_net():
     assert summary(a) == summary(b)
 
 
+@pytest.mark.parametrize(("name", "params"), [("confidence-threshold", {"threshold": 0.7}), ("credit", {}),
+                                              ("slowfast", {}), ("confidence-topk", {"k": 3})])
+def test_tokens_per_step_counts_each_rows_commits_at_its_own_steps(name, params):
+    # no remask, no edit: a row's slot committed at its own step s has order s, so the counts per step
+    # follow from `order` alone (rows finish at different steps and sit steps out)
+    for cache_mode in ("none", "block"):
+        res = run(net(cache_mode=cache_mode), PROMPTS, 8, name, block_length=4, **params)
+        assert len({r.nfe for r in res}) > 1
+        for r in res:
+            assert r.tokens_per_step == [r.order.count(s) for s in range(r.nfe)]
+
+
 @pytest.mark.parametrize(
     ("name", "params"),
     [

@@ -420,7 +420,9 @@ def decode_block_causal(
             new_masked = c_masked ^ commit  # commit is a subset of c_masked
             c_order = torch.where(commit, here, c_order)
             c_conf = torch.where(commit, float32(conf), c_conf)
-        net = (commit & slots).sum(dim=1)
+        # tokens per step: on the plain path the bool commits in the row's slots, counted per row when
+        # the results are collected (no sum(dim) kind in every step); remasks and shifts count here
+        net = commit & slots
         c_remasks = None
         if decision.remask is not None:
             remask = decision.remask & ~new_masked & c_editable
@@ -434,7 +436,7 @@ def decode_block_causal(
                 c_order = torch.where(remask, -1, c_order)
             n_remask = (remask & slots).sum(dim=1)
             c_remasks = win.rows(remasks) + n_remask
-            net = net - n_remask
+            net = net.sum(dim=1) - n_remask
         if shift is not None:  # insert / delete: each slot takes the content and record of its source slot
             src = shift.source.to(device=device, dtype=torch.long)
             new, src = src < 0, src.clamp(min=0)

@@ -69,10 +69,11 @@ def _collect_rows(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_ch
             for r, n in zip(chunks[at], chunks[at + 1]):
                 if t < nfe[r]:
                     tps_rows[r][t] = int(n)
-        else:  # (rows, each row's own step index, net): rows may sit out steps (block-causal)
+        else:  # (rows, each row's own step index, net): rows may sit out steps (block-causal);
+            # net is a count per row or, [rows, slots] bool, the row's commits still to count
             for r, step, n in zip(chunks[at], chunks[at + 1], chunks[at + 2]):
                 if step < nfe[r]:
-                    tps_rows[r][step] = int(n)
+                    tps_rows[r][step] = sum(n) if isinstance(n, list) else int(n)
         at += len(chunk)
     hist_rows: list[list[list[int]]] | None = None
     if return_history:
