@@ -57,17 +57,21 @@ class CreditDecoding(Strategy):
         }
 
     def fused(self, view: StepView) -> tuple[torch.Tensor, torch.Tensor]:
-        """Update the credit of the candidates; return the fused (token, confidence) [b, G]."""
+        """Update the credit of the candidates; return the fused (token, confidence) [b, G].
+
+        The state is updated in place with `where(..., out=)`, the kind the loop writes its block with
+        (no `where` of another kind, no copy of new state tensors back into the loop's state)."""
         o, st = self.options, view.state
         cand = view.candidates
         top, p_top = view.x0, float32(view.confidence)
-        credit = torch.where(cand, st["credit"] * o.decay, st["credit"])
+        token, credit = st["credit_token"], st["credit"]
+        torch.where(cand, credit * o.decay, credit, out=credit)
         gain = p_top.clamp_min(1e-12) ** o.exponent
-        same = st["credit_token"] == top
+        same = token == top
         replace = cand & ~same & (gain > credit)
-        token = torch.where(replace, top, st["credit_token"])
-        credit = torch.where(replace, gain, torch.where(cand & same, credit + gain, credit))
-        st["credit_token"], st["credit"] = token, credit
+        torch.where(replace, top, token, out=token)
+        torch.where(cand & same, credit + gain, credit, out=credit)  # replace excludes same: order is free
+        torch.where(replace, gain, credit, out=credit)
 
         # (op kinds the loop runs anyway where that is exact: decoding/op_kinds.py)
         has = cand & ~(token == constant(-1, token))  # a credit token is set
@@ -80,10 +84,12 @@ class CreditDecoding(Strategy):
             p_c[r, p] = torch.exp(logits.gather(-1, token[r, p].unsqueeze(-1)).squeeze(-1) - logits.logsumexp(dim=-1))
         # p_c is 0 where no credit token is set (has is False), so the boost needs no mask there
         boosted = p_c * torch.exp(o.fusion * torch.log1p(credit))
-        z = (minus(constant(1.0, p_c), p_c) + boosted).clamp_min(1e-12)  # 1 - p_c + boosted
+        # 1 - p_c + boosted, at least 0.5 for p_c in [0, 1] (boosted >= p_c, as credit >= 0): no clamp
+        z = minus(constant(1.0, p_c), p_c) + boosted
         other = p_top.masked_fill(now_top, 0.0)
         pick_c = ~(other > boosted) & has  # boosted >= other, in the comparison kind used above
-        return torch.where(pick_c, token, top), torch.where(pick_c, boosted, other) / z
+        fused_p = torch.where(pick_c, boosted, other, out=other)
+        return torch.where(pick_c, token, top, out=top.clone()), fused_p / z
 
     def step(self, view: StepView) -> Decision:
         tokens, conf = self.fused(view)
