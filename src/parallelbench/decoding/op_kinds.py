@@ -46,17 +46,3 @@ def ramp(start: int, stop: int, dtype: torch.dtype, device: torch.device) -> tor
     if found is None:
         found = _RAMPS[key] = torch.arange(start, stop, dtype=dtype, device=device)
     return found
-
-
-_PREFIXES: dict[tuple[int, torch.device], torch.Tensor] = {}
-
-
-def prefixes(n: int, device: torch.device) -> torch.Tensor:
-    """[n + 2, n] bool, row k True on the columns < k (row n + 1 = row n), made once per (n, device):
-    `prefixes(n, d).index_select(0, stop)` is `arange(n) < stop.unsqueeze(1)` through the
-    index_select kind the loop runs anyway, not a comparison kind of its own. Read it, never write."""
-    key = (n, device)
-    found = _PREFIXES.get(key)
-    if found is None:
-        found = _PREFIXES[key] = torch.arange(n, device=device) < torch.arange(n + 2, device=device).unsqueeze(1)
-    return found

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding import selection
-from parallelbench.decoding.op_kinds import prefixes, ramp
+from parallelbench.decoding.op_kinds import ramp
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView
 
@@ -48,46 +48,44 @@ class SlowFast(Strategy):
             raise option_error("max_slow_steps", o.max_slow_steps, "an integer >= 1")
 
     def init_state(self, batch_size: int, gen_length: int, device: torch.device) -> dict[str, torch.Tensor]:
-        # span_stop / last_stop: one past the span's last position (0: none yet)
         z = torch.zeros(batch_size, dtype=torch.long, device=device)
-        return {"fast": z.bool(), "span_stop": z.clone(), "last_stop": z.clone(), "same": z.clone(), "slow": z.clone()}
+        return {"fast": z.bool(), "span_end": z - 1, "last_end": z - 1, "same": z.clone(), "slow": z.clone()}
 
-    def _span_stop(self, view: StepView, off: torch.Tensor) -> torch.Tensor:
-        """[b] one past the last position of the confident run of candidates starting at the first one
-        (`off`: ~candidates). Integer positions + 1, masked and reduced with amin / amax over stacks,
-        `conf < t` as `-conf > -t` (exact): op kinds the loop runs anyway."""
+    def _span_end(self, view: StepView, idx: torch.Tensor, off: torch.Tensor) -> torch.Tensor:
+        """[b] last position of the confident run of candidates starting at the first one
+        (`off`: ~candidates). Integer positions, masked and reduced with amin / amax over stacks,
+        `conf < t` as `-conf > -t` (exact; the kind of the fast phase's threshold): op kinds the
+        step runs anyway."""
         g = view.gen_length
-        upto = ramp(1, g + 1, torch.long, view.device).expand(off.shape)  # position + 1
-        first = upto.masked_fill(off, g + 1).amin(dim=1)
+        first = idx.masked_fill(off, g).amin(dim=1)
         weak = view.candidates & (view.confidence * -1 > -self.options.span_threshold)
-        first_weak = upto.masked_fill(~weak, g + 1).amin(dim=1).add(-1)
-        last_cand = upto.masked_fill(off, 0).amax(dim=1)
-        stop = torch.stack([first_weak, last_cand]).amin(dim=0)
-        return torch.stack([stop, first]).amax(dim=0)  # at least past the first candidate
+        before_weak = idx.masked_fill(~weak, g).amin(dim=1).add(-1)
+        last_cand = idx.masked_fill(off, -1).amax(dim=1)
+        end = torch.stack([before_weak, last_cand]).amin(dim=0)
+        return torch.stack([end, first]).amax(dim=0)  # at least the first candidate
 
     def step(self, view: StepView) -> Decision:
         st, o = view.state, self.options
         cand, conf = view.candidates, view.confidence
-        g = view.gen_length
-        stop = self._span_stop(view, ~cand)
+        idx = ramp(0, view.gen_length, torch.long, view.device).expand(cand.shape)
+        end = self._span_end(view, idx, ~cand)
 
         # a fast phase ends when its span has nothing left to commit
-        # (positions < stop: rows of a cached table, through index_select, a kind the loop runs)
-        in_span = cand & prefixes(g, view.device).index_select(0, st["span_stop"])
+        in_span = cand & (idx <= st["span_end"].unsqueeze(1))
         st["fast"] = st["fast"] & in_span.amax(dim=1)  # any()
         slow = ~st["fast"]
-        st["same"] = (st["same"] + 1).masked_fill(~(slow & (stop == st["last_stop"])), 0)
+        st["same"] = (st["same"] + 1).masked_fill(~(slow & (end == st["last_end"])), 0)
         # where(..., out=) into the state itself: the kind the loop writes its block with
-        torch.where(slow, stop, st["last_stop"], out=st["last_stop"])
+        torch.where(slow, end, st["last_end"], out=st["last_end"])
         st["slow"] = (st["slow"] + 1).masked_fill(st["fast"], 0)
         go_fast = slow & ((st["same"] > o.stable_steps - 1) | (st["slow"] > o.max_slow_steps))
-        torch.where(go_fast, stop, st["span_stop"], out=st["span_stop"])
+        torch.where(go_fast, end, st["span_end"], out=st["span_end"])
         fast = st["fast"] = st["fast"] | go_fast
         st["slow"] = st["slow"].masked_fill(go_fast, 0)
 
         # one pool: a fast row's span (the threshold rule, the best if none passes), a slow row's
         # candidates (nothing passes: the best), so one fallback serves both phases
         fast_rows = fast.unsqueeze(1)
-        pool = cand & (prefixes(g, view.device).index_select(0, st["span_stop"]) | ~fast_rows)
+        pool = cand & ((idx <= st["span_end"].unsqueeze(1)) | ~fast_rows)
         chosen = pool & (conf > o.fast_threshold) & fast_rows
         return Decision(commit=selection.with_fallback(chosen, conf, pool))
