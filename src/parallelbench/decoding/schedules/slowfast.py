@@ -51,9 +51,9 @@ class SlowFast(Strategy):
         z = torch.zeros(batch_size, dtype=torch.long, device=device)
         return {"fast": z.bool(), "span_end": z - 1, "last_end": z - 1, "same": z.clone(), "slow": z.clone()}
 
-    def _span_end(self, view: StepView, idx: torch.Tensor, off: torch.Tensor) -> torch.Tensor:
+    def _span_end(self, view: StepView, idx: torch.Tensor, off: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """[b] last position of the confident run of candidates starting at the first one
-        (`off`: ~candidates). Integer positions, masked and reduced with amin / amax over stacks,
+        (`off`: ~candidates), and the first and last candidates (g and -1 where none). Integer positions, masked and reduced with amin / amax over stacks,
         `conf < t` as `-conf > -t` (exact; the kind of the fast phase's threshold): op kinds the
         step runs anyway."""
         g = view.gen_length
@@ -62,19 +62,19 @@ class SlowFast(Strategy):
         before_weak = idx.masked_fill(~weak, g).amin(dim=1).add(-1)
         last_cand = idx.masked_fill(off, -1).amax(dim=1)
         end = torch.stack([before_weak, last_cand]).amin(dim=0)
-        return torch.stack([end, first]).amax(dim=0)  # at least the first candidate
+        return torch.stack([end, first]).amax(dim=0), first, last_cand  # the end: at least the first candidate
 
     def step(self, view: StepView) -> Decision:
         st, o = view.state, self.options
         cand, conf = view.candidates, view.confidence
         idx = ramp(0, view.gen_length, torch.long, view.device).expand(cand.shape)
-        end = self._span_end(view, idx, ~cand)
+        end, first, last = self._span_end(view, idx, ~cand)
 
-        # a fast phase ends when its span has nothing left to commit
-        in_span = cand & (idx <= st["span_end"].unsqueeze(1))
-        st["fast"] = st["fast"] & in_span.amax(dim=1)  # any()
+        # a fast phase ends when its span has nothing left to commit: no candidate, or the first one
+        # past the span's end (per row, no [b, G] comparison)
+        st["fast"] = st["fast"] & (first <= st["span_end"]) & (first <= last)
         slow = ~st["fast"]
-        st["same"] = (st["same"] + 1).masked_fill(~(slow & (end == st["last_end"])), 0)
+        st["same"] = (st["same"] + 1) * (slow & (end == st["last_end"]))  # counts up, else 0: exact in integers
         # where(..., out=) into the state itself: the kind the loop writes its block with
         torch.where(slow, end, st["last_end"], out=st["last_end"])
         st["slow"] = (st["slow"] + 1).masked_fill(st["fast"], 0)
