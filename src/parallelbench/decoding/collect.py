@@ -46,6 +46,20 @@ def _nest(flat: list, shape: tuple[int, ...]) -> Any:
     return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
+def _counted(tps_chunks: list[tuple[torch.Tensor, ...]]) -> list[tuple[torch.Tensor, ...]]:
+    """The chunks with each step's net count per row: the block-causal loop's plain steps hand their
+    commits as [rows, slots] bool (no sum in every step), counted here in one go."""
+    at = [i for i, chunk in enumerate(tps_chunks) if chunk[-1].dim() == 2]
+    if not at:
+        return tps_chunks
+    nets = [tps_chunks[i][-1] for i in at]
+    counts = torch.cat(nets).sum(dim=1).split([n.shape[0] for n in nets])
+    out = list(tps_chunks)
+    for i, n in zip(at, counts):
+        out[i] = (*out[i][:-1], n)
+    return out
+
+
 def _collect_rows(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_chunks, history, return_history):
     """Per-row results from the batch tensors; row i took part in nfe[i] steps. `out_extra` holds
     [n_rows] tensors (a number per row) and [n_rows, gen_length] ones (a list of ids per row, e.g.
@@ -53,6 +67,7 @@ def _collect_rows(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_ch
     The tensors may live on the model's device: they reach the host together (`to_host`)."""
     n_rows = out_tokens.shape[0]
     keys = list(out_extra)
+    tps_chunks = _counted(tps_chunks)
     chunk_parts = [t for chunk in tps_chunks for t in chunk]
     hist_parts = [t for pair in history for t in pair] if return_history else []
     host = to_host([out_tokens, out_order, out_nfe, out_remasks, *(out_extra[k] for k in keys), *chunk_parts,
@@ -69,11 +84,10 @@ def _collect_rows(out_tokens, out_order, out_nfe, out_remasks, out_extra, tps_ch
             for r, n in zip(chunks[at], chunks[at + 1]):
                 if t < nfe[r]:
                     tps_rows[r][t] = int(n)
-        else:  # (rows, each row's own step index, net): rows may sit out steps (block-causal);
-            # net is a count per row or, [rows, slots] bool, the row's commits still to count
+        else:  # (rows, each row's own step index, net): rows may sit out steps (block-causal)
             for r, step, n in zip(chunks[at], chunks[at + 1], chunks[at + 2]):
                 if step < nfe[r]:
-                    tps_rows[r][step] = sum(n) if isinstance(n, list) else int(n)
+                    tps_rows[r][step] = int(n)
         at += len(chunk)
     hist_rows: list[list[list[int]]] | None = None
     if return_history:
