@@ -59,7 +59,8 @@ class SlowFast(Strategy):
         g = view.gen_length
         first = idx.masked_fill(off, g).amin(dim=1)
         weak = view.candidates & (view.confidence * -1 > -self.options.span_threshold)
-        before_weak = idx.masked_fill(~weak, g).amin(dim=1).add(-1)
+        # position - g where weak, else 0: its minimum + g is the first weak position (g if none)
+        before_weak = (weak * ramp(-g, 0, torch.long, view.device)).amin(dim=1).add(g - 1)
         last_cand = idx.masked_fill(off, -1).amax(dim=1)
         end = torch.stack([before_weak, last_cand]).amin(dim=0)
         return torch.stack([end, first]).amax(dim=0), first, last_cand  # the end: at least the first candidate
