@@ -35,6 +35,12 @@ def constant(value: float | int | bool, like: torch.Tensor) -> torch.Tensor:
     return found
 
 
+def filled(value: float | int | bool, shape: torch.Size | tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+    """A new tensor of `shape` holding `value`, in `like`'s dtype and device, safe to write: the clone
+    of an expanded cached scalar (clone is a kind the step runs anyway, full is not)."""
+    return constant(value, like).expand(shape).clone()
+
+
 _RAMPS: dict[tuple[int, int, torch.dtype, torch.device], torch.Tensor] = {}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from parallelbench.decoding.op_kinds import constant, float32, minus, ramp
+from parallelbench.decoding.op_kinds import constant, filled, float32, minus, ramp
 
 NEG_INF = float("-inf")
 
@@ -28,12 +28,7 @@ def top_k(scores: torch.Tensor, candidates: torch.Tensor, k: torch.Tensor | int)
 
 def _unsort(admitted: torch.Tensor, order: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
     """[b, G] the candidates at the sorted slots `admitted` ([b, G] bool; `order` from the sort)."""
-    return _none_like(candidates).scatter_(1, order, admitted) & candidates
-
-
-def _none_like(candidates: torch.Tensor) -> torch.Tensor:
-    """A new all-False [b, G]: the clone of an expanded cached scalar (clone is a kind the step runs anyway)."""
-    return constant(False, candidates).expand(candidates.shape).clone()
+    return filled(False, candidates.shape, candidates).scatter_(1, order, admitted) & candidates
 
 
 def best(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
@@ -130,7 +125,7 @@ def entropy_bounded(
         return top_k(scores, candidates, entropy_bounded_count(entropy, candidates, gamma))
     h, order = torch.sort(entropy.double().masked_fill(~candidates, float("inf")), dim=1, stable=True)
     within = torch.cumsum(h, dim=1) <= gamma  # slot i: the first i + 1 entropies (the ones before slot i + 1)
-    chosen = _none_like(candidates)
+    chosen = filled(False, candidates.shape, candidates)
     chosen.scatter_(1, order[:, 1:], within[:, :-1])
     chosen.scatter_(1, order[:, :1], constant(True, chosen).expand(order.shape[0], 1))
     return chosen & candidates

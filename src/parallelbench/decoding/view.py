@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from parallelbench.decoding import sampling
-from parallelbench.decoding.op_kinds import constant, minus
+from parallelbench.decoding.op_kinds import filled, minus
 
 
 class cached_property:  # noqa: N801 - the name and behaviour of functools.cached_property
@@ -332,8 +332,7 @@ class StepView:
 
     def _spread(self, flat: torch.Tensor, fill: float | int = 0) -> torch.Tensor:
         """[N] values at the focus positions -> [b, G], `fill` elsewhere."""
-        # a clone of an expanded cached scalar: clone is a kind the step runs anyway, full is not
-        out = constant(fill, flat).expand(self.canvas.shape).clone()
+        out = filled(fill, self.canvas.shape, flat)
         out[self._where] = flat
         return out
 

@@ -52,10 +52,10 @@ class SlowFast(Strategy):
         return {"fast": z.bool(), "span_end": z - 1, "last_end": z - 1, "same": z.clone(), "slow": z.clone()}
 
     def _span_end(self, view: StepView, idx: torch.Tensor, off: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """[b] last position of the confident run of candidates starting at the first one
-        (`off`: ~candidates), and the first and last candidates (g and -1 where none). Integer positions, masked and reduced with amin / amax over stacks,
-        `conf < t` as `-conf > -t` (exact; the kind of the fast phase's threshold): op kinds the
-        step runs anyway."""
+        """([b] last position of the confident run of candidates starting at the first one, the first
+        candidate, the last candidate), g and -1 where a row has none (`off`: ~candidates).
+        Integer positions reduced with amin / amax, and `conf < t` as `-conf > -t` (exact; the kind
+        of the fast phase's threshold): op kinds the step runs anyway."""
         g = view.gen_length
         first = idx.masked_fill(off, g).amin(dim=1)
         weak = view.candidates & (view.confidence * -1 > -self.options.span_threshold)
