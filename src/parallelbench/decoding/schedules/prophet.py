@@ -63,21 +63,21 @@ class Prophet(TopKStrategy):
 
     def gap_threshold(self, view: StepView) -> torch.Tensor:
         """[b] the threshold at each row's progress (committed / editable, an empty row at 0).
-        progress < k/3 is decided on integers as 3 * committed < k * editable: the same answer as
-        the float division for any region under a million slots, in op kinds the step runs anyway."""
+        Masks are always editable, so committed = editable - masked, and progress < k/3 is decided
+        on integers as 3 * masked > (3 - k) * editable: the same answer as the float division for
+        any region under a million slots, in op kinds the step runs anyway (no committed mask)."""
         total = view.editable.sum(dim=1)
-        total = total.masked_fill(total == 0, 1)
-        done3 = view.committed.sum(dim=1) * 3
-        stage = (~(torch.stack([total, total * 2]) > done3)).sum(dim=0)  # thirds passed: 0, 1 or 2
-        return self._stages(view.device).index_select(0, stage)
+        left3 = (view.masked.sum(dim=1) * 3).masked_fill(total == 0, 1)  # an empty row: no third passed
+        ahead = (left3 > torch.stack([total * 2, total])).sum(dim=0)  # thirds not passed: 0, 1 or 2
+        return self._stages_late_first(view.device).index_select(0, ahead)
 
-    def _stages(self, device: torch.device) -> torch.Tensor:
-        """[3] float32 (gap_early, gap_mid, gap_late), made once per device."""
+    def _stages_late_first(self, device: torch.device) -> torch.Tensor:
+        """[3] float32 (gap_late, gap_mid, gap_early), made once per device."""
         o = self.options
         key = (device, o.gap_early, o.gap_mid, o.gap_late)
         cache = self.__dict__.setdefault("_stage_gaps", {})
         if key not in cache:
-            cache[key] = torch.tensor([o.gap_early, o.gap_mid, o.gap_late], dtype=torch.float32, device=device)
+            cache[key] = torch.tensor([o.gap_late, o.gap_mid, o.gap_early], dtype=torch.float32, device=device)
         return cache[key]
 
     def step(self, view: StepView) -> Decision:
