@@ -29,8 +29,8 @@ class ProphetOptions(TopKOptions):
 
 
 def top2_gap(view: StepView, where: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Top-1 minus top-2 logit (mask token excluded) and the top-1 token at `where` [b, G];
-    +inf and the canvas elsewhere. Reads only those positions' logits."""
+    """Top-1 minus top-2 logit (mask token excluded; NaN where both are infinite) and the top-1
+    token at `where` [b, G]; +inf and the canvas elsewhere. Reads only those positions' logits."""
     top = view.canvas.clone()
     r, p = view.positions(where)
     if not r.numel():
@@ -43,7 +43,9 @@ def top2_gap(view: StepView, where: torch.Tensor) -> tuple[torch.Tensor, torch.T
     logits.index_put_((ramp(0, index.shape[0], torch.long, index.device), index), constant(float("-inf"), logits))
     second = logits.amax(dim=-1)
     gap = filled(float("inf"), view.canvas.shape, logits)
-    gap[r, p] = minus(first, second).masked_fill(first == second, 0.0)  # 0, not NaN, where both are -inf
+    # NaN where both are -inf (or +inf): below every threshold, as the gap of 0 it stands for
+    # (amin keeps a NaN and NaN > t is False)
+    gap[r, p] = minus(first, second)
     top[r, p] = index
     return gap, top
 
