@@ -73,9 +73,10 @@ class ReMDM(TopKStrategy):
         float32 quotient of the counts against remask_at - 1e-9; an empty row: no). At remask_at = 1,
         the default, that quotient reaches 1 exactly when no editable slot stays masked (regions under
         2^24 slots): no counts, no division, in op kinds the loop runs anyway (masks lie in the
-        editable slots, commit among the masks)."""
+        editable slots, commit among the masks, so no mask is left where masked equals commit: all() as
+        amin, the kind the loop reduces with)."""
         if self.options.remask_at == 1.0:
-            return ~(view.masked & ~commit).amax(dim=1) & view.editable.amax(dim=1)
+            return (view.masked == commit).amin(dim=1) & view.editable.amax(dim=1)
         committed = view.editable & ~(view.masked & ~commit)
         total = view.editable.sum(dim=1)
         return committed.sum(dim=1) / total.masked_fill(total == 0, 1) >= self.options.remask_at - 1e-9

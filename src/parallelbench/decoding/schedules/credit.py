@@ -77,7 +77,7 @@ class CreditDecoding(Strategy):
         torch.where(cand, decayed, credit, out=credit)
 
         # (op kinds the loop runs anyway where that is exact: decoding/op_kinds.py)
-        has = cand & ~(token == constant(-1, token))  # a credit token is set
+        has = cand & (token > -1)  # a credit token is set (token ids are >= 0; -1: none)
         now_top = token == top
         p_c = p_top.masked_fill(~(has & now_top), 0.0)
         held = has > now_top  # credit held by a token that is not the top one now: rare

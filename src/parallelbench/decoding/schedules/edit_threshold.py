@@ -112,7 +112,9 @@ class EditThreshold(Strategy):
             best_logit, best, chunk_max = row_max_chunks(logits)
             now_logit = logits.gather(1, now.unsqueeze(1)).view(-1)
             lead = minus(best_logit, now_logit)
-            possible = ~(best == now) & (lead > self.min_lead())
+            min_lead = self.min_lead()
+            # a lead above min_lead >= 0 already means another top token (same token: a lead of 0, or NaN)
+            possible = lead > min_lead if min_lead >= 0.0 else ~(best == now) & (lead > min_lead)
             if chunk_max is not None and o.edit_threshold > 0.0:
                 # either rule needs p(top) > E, and p(top) <= 1 / (1 + sum of exp(m_c - top)) over the
                 # maxima m_c of the chunks other than the top's: distinct entries of the normaliser;
@@ -131,10 +133,9 @@ class EditThreshold(Strategy):
                 gain = p_top
                 if o.edit_rule == "gain":
                     gain = minus(p_top, torch.exp(minus(now_logit.index_select(0, changed), best_c)) / total)
-                flip = filled(False, best.shape, pool)
-                flip[changed] = gain > o.edit_threshold
+                possible[changed] = gain > o.edit_threshold  # possible is False outside changed: now the flips
                 edit = filled(False, pool.shape, pool)
-                edit[r, p] = flip
+                edit[r, p] = possible
                 # the loops read tokens only where they commit (masked slots: x0) or edit (here: best)
                 tokens = view.x0.clone()
                 tokens[r, p] = best
