@@ -57,9 +57,9 @@ class ReMDM(TopKStrategy):
         o = self.options
         commit = self.select(view, self.score(view))
         left = view.state["revisions_left"]  # never negative
-        revise = ~(left == 0) & self._committed_enough(view, commit)
+        revise = left.bool() & self._committed_enough(view, commit)  # left != 0, as a cast: a kind the step runs
         remask = None
-        if bool(revise.amax()):  # any()
+        if revise.amax().tolist():  # any(), read without an op of its own (bool() would run is_nonzero)
             # the remask_k committed tokens with the lowest confidence at commit time
             committed = view.editable & ~(view.masked & ~commit)  # committed | commit (commit lies among the masks)
             conf = torch.where(commit, float32(view.confidence), view.commit_conf)
@@ -73,9 +73,10 @@ class ReMDM(TopKStrategy):
         float32 quotient of the counts against remask_at - 1e-9; an empty row: no). At remask_at = 1,
         the default, that quotient reaches 1 exactly when no editable slot stays masked (regions under
         2^24 slots): no counts, no division, in op kinds the loop runs anyway (masks lie in the
-        editable slots, commit among the masks)."""
+        editable slots, commit among the masks, so no mask is left where masked equals commit: all() as
+        amin, the kind the loop reduces with)."""
         if self.options.remask_at == 1.0:
-            return ~(view.masked & ~commit).amax(dim=1) & view.editable.amax(dim=1)
+            return (view.masked == commit).amin(dim=1) & view.editable.amax(dim=1)
         committed = view.editable & ~(view.masked & ~commit)
         total = view.editable.sum(dim=1)
         return committed.sum(dim=1) / total.masked_fill(total == 0, 1) >= self.options.remask_at - 1e-9
@@ -99,11 +100,13 @@ class RunningConfidenceRemasking(TopKStrategy):
     def step(self, view: StepView) -> Decision:
         st = view.state
         conf = float32(view.confidence)
-        # the running maximum, as one where (no NaN here): a kind the step runs anyway
-        running = torch.where(view.in_active_block(view.masked) & (st["running"] < conf), conf, st["running"])
-        st["running"] = running
+        # the running maximum, as one where (no NaN here), in place: the kind the loop writes its block
+        # with, and no copy of a new state tensor back into the loop's state
+        running = st["running"]
+        torch.where(view.in_active_block(view.masked) & (running < conf), conf, running, out=running)
         committed = view.in_active_block(view.committed)
         k = self.options.k if self.options.steps is None else self.tokens_this_step(view)  # (an int: no full)
         target = committed.sum(dim=1) + k
         keep = selection.top_k(running, view.in_active_block(view.editable), target)
-        return Decision(commit=keep & view.masked, remask=committed & ~keep)
+        # committed & ~keep as one comparison of bools (False < True), the kind of `<` above
+        return Decision(commit=keep & view.masked, remask=keep < committed)

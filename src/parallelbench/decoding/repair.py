@@ -138,9 +138,17 @@ class RepairLog:
         kept, self._kept = self._kept, []
         if not kept:
             return
-        pairs = torch.stack([torch.stack((k[0] if k[4] is None else _placed(k[0], k[1], k[4]), k[1])) for k in kept])
-        # pairs [T, 2, b, G]: each step's drafted and gen
-        drafted, gen = pairs[:, 0], pairs[:, 1]
+        gen = torch.stack([k[1] for k in kept])  # [T, b, G]
+        if all(k[4] is None for k in kept):
+            drafted = torch.stack([k[0] for k in kept])
+        else:  # the steps' drafts placed over their regions in one copy of them all (not a copy each)
+            drafted = gen.clone()
+            for t, k in enumerate(kept):
+                if k[4] is None:
+                    drafted[t] = k[0]
+                else:
+                    k[4](drafted[t], k[0])
+        pairs = torch.stack((drafted, gen), dim=1)  # [T, 2, b, G]: each step's drafted and gen
         masked = torch.stack([k[2] for k in kept])
         fills = [k[3] for k in kept]
         fill = None if all(f is None for f in fills) else torch.stack(

@@ -21,7 +21,7 @@ import torch
 from parallelbench.decoding import selection
 from parallelbench.decoding.op_kinds import constant, float32, minus
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
-from parallelbench.decoding.view import Decision, StepView
+from parallelbench.decoding.view import Decision, StepView, rows_of
 
 
 @dataclass
@@ -60,34 +60,38 @@ class CreditDecoding(Strategy):
         """Update the credit of the candidates; return the fused (token, confidence) [b, G].
 
         The state is updated in place with `where(..., out=)`, the kind the loop writes its block with
-        (no `where` of another kind, no copy of new state tensors back into the loop's state)."""
+        (no `where` of another kind, no copy of new state tensors back into the loop's state).
+        `a & ~b` of bools is written `a > b` (True > False alone), in the comparison kind the step
+        runs anyway: one op instead of two."""
         o, st = self.options, view.state
         cand = view.candidates
         top, p_top = view.x0, float32(view.confidence)
         token, credit = st["credit_token"], st["credit"]
-        torch.where(cand, credit * o.decay, credit, out=credit)
+        decayed = credit * o.decay  # read at the candidates only
         gain = p_top.clamp_min(1e-12) ** o.exponent
         same = token == top
-        replace = cand & ~same & (gain > credit)
+        replace = (cand > same) & (gain > decayed)
         torch.where(replace, top, token, out=token)
-        torch.where(cand & same, credit + gain, credit, out=credit)  # replace excludes same: order is free
-        torch.where(replace, gain, credit, out=credit)
+        torch.where(same, decayed + gain, decayed, out=decayed)  # replace excludes same: order is free
+        torch.where(replace, gain, decayed, out=decayed)
+        torch.where(cand, decayed, credit, out=credit)
 
         # (op kinds the loop runs anyway where that is exact: decoding/op_kinds.py)
-        has = cand & ~(token == constant(-1, token))  # a credit token is set
+        has = cand & (token > -1)  # a credit token is set (token ids are >= 0; -1: none)
         now_top = token == top
         p_c = p_top.masked_fill(~(has & now_top), 0.0)
-        held = has & ~now_top  # credit held by a token that is not the top one now: rare
-        r, p = held.nonzero(as_tuple=True)
-        if r.numel():
-            logits = view.logits[r, p].float()
-            p_c[r, p] = torch.exp(logits.gather(-1, token[r, p].unsqueeze(-1)).squeeze(-1) - logits.logsumexp(dim=-1))
+        held = has > now_top  # credit held by a token that is not the top one now: rare
+        r, p = torch.nonzero(held).unbind(1)  # (nonzero(as_tuple=True) is a costlier kind of its own)
+        if r.numel():  # (index_select / gather / add rather than advanced indexing and sub: kinds the step runs)
+            logits = rows_of(view.logits, r, p).float()
+            held_token = token.index_select(0, r).gather(1, p.view(-1, 1))
+            p_c[r, p] = torch.exp(minus(logits.gather(1, held_token).view(-1), logits.logsumexp(dim=-1)))
         # p_c is 0 where no credit token is set (has is False), so the boost needs no mask there
         boosted = p_c * torch.exp(o.fusion * torch.log1p(credit))
         # 1 - p_c + boosted, at least 0.5 for p_c in [0, 1] (boosted >= p_c, as credit >= 0): no clamp
         z = minus(constant(1.0, p_c), p_c) + boosted
         other = p_top.masked_fill(now_top, 0.0)
-        pick_c = ~(other > boosted) & has  # boosted >= other, in the comparison kind used above
+        pick_c = has > (other > boosted)  # has & boosted >= other (NaN: as ~(other > boosted))
         fused_p = torch.where(pick_c, boosted, other, out=other)
         return torch.where(pick_c, token, top, out=top.clone()), fused_p / z
 

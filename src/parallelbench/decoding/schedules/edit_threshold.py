@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding import selection
-from parallelbench.decoding.op_kinds import constant, minus
+from parallelbench.decoding.op_kinds import constant, filled, minus
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView, row_max_chunks, rows_of
 
@@ -93,8 +93,9 @@ class EditThreshold(Strategy):
             commit = selection.threshold_at_least(view.decision_confidence, view.candidates, o.threshold, o.min_k,
                                                   view.confidence)
         pool = view.in_active_block(view.committed)
-        edit = torch.full(pool.shape, False, device=pool.device)
-        top = view.canvas
+        # no edit possible this step: edit and tokens stay None (the loops then run fewer ops, and the
+        # repair record, which starts at the first step that may edit, starts exactly as late)
+        edit = tokens = None
         r, p = torch.nonzero(pool).unbind(1)
         if r.numel():  # only the block's committed positions, and the softmax only where an edit is possible
             # (op kinds the loop runs anyway where that is exact: on the CPU the first op of a kind in a
@@ -111,12 +112,16 @@ class EditThreshold(Strategy):
             best_logit, best, chunk_max = row_max_chunks(logits)
             now_logit = logits.gather(1, now.unsqueeze(1)).view(-1)
             lead = minus(best_logit, now_logit)
-            possible = ~(best == now) & (lead > self.min_lead())
+            min_lead = self.min_lead()
+            # a lead above min_lead >= 0 already means another top token (same token: a lead of 0, or NaN)
+            possible = lead > min_lead if min_lead >= 0.0 else ~(best == now) & (lead > min_lead)
             if chunk_max is not None and o.edit_threshold > 0.0:
                 # either rule needs p(top) > E, and p(top) <= 1 / (1 + sum of exp(m_c - top)) over the
-                # maxima m_c of the chunks other than the top's: distinct entries of the normaliser
-                rest = minus(torch.exp(minus(chunk_max, best_logit.unsqueeze(-1))).sum(dim=-1), 1.0)
-                possible = possible & (rest < (1.0 / o.edit_threshold - 1.0) * (1.0 + 1e-4))  # margin for rounding
+                # maxima m_c of the chunks other than the top's: distinct entries of the normaliser;
+                # rest < bound written as 1 - sum > -bound (the same comparison: 1 - s is -(s - 1)
+                # exactly), in the comparison kind the threshold rule runs
+                spare = minus(constant(1.0, best_logit), torch.exp(minus(chunk_max, best_logit.unsqueeze(-1))).sum(dim=-1))
+                possible = possible & (spare > -(1.0 / o.edit_threshold - 1.0) * (1.0 + 1e-4))  # margin for rounding
             changed = torch.nonzero(possible).view(-1)
             if changed.numel():
                 # softmax mass relative to the top logit: p(top) = 1 / total, p(now) = exp(now - top) / total
@@ -128,21 +133,23 @@ class EditThreshold(Strategy):
                 gain = p_top
                 if o.edit_rule == "gain":
                     gain = minus(p_top, torch.exp(minus(now_logit.index_select(0, changed), best_c)) / total)
-                flip = torch.full(best.shape, False, device=best.device)
-                flip[changed] = gain > o.edit_threshold
-                edit[r, p] = flip
-            top = view.canvas.clone()
-            top[r, p] = best
-        st = view.state
-        st["extra_edits"] = st["extra_edits"] + edit.sum(dim=1)
+                possible[changed] = gain > o.edit_threshold  # possible is False outside changed: now the flips
+                edit = filled(False, pool.shape, pool)
+                edit[r, p] = possible
+                # the loops read tokens only where they commit (masked slots: x0) or edit (here: best)
+                tokens = view.x0.clone()
+                tokens[r, p] = best
+                st = view.state
+                st["extra_edits"] = st["extra_edits"] + edit.sum(dim=1)
         hold = None
         if o.post_steps:
+            st = view.state
             # a row without candidates is in an edit-only step of the block it holds
             has_masks = view.candidates.any(dim=1)
-            filled = has_masks & ~(view.candidates & ~commit).any(dim=1)  # this step fills the block's last mask
+            fills_last = has_masks & ~(view.candidates & ~commit).any(dim=1)  # this step fills the block's last mask
             post = ~has_masks
-            used = torch.where(filled, torch.zeros_like(st["post_used"]), st["post_used"] + post.long())
+            used = torch.where(fills_last, torch.zeros_like(st["post_used"]), st["post_used"] + post.long())
             st["post_used"] = used
             st["extra_post_steps"] = st["extra_post_steps"] + post.long()
-            hold = filled | (post & edit.any(dim=1) & (used < o.post_steps))
-        return Decision(commit=commit, edit=edit, tokens=torch.where(edit, top, view.x0), hold=hold)
+            hold = fills_last if edit is None else fills_last | (post & edit.any(dim=1) & (used < o.post_steps))
+        return Decision(commit=commit, edit=edit, tokens=tokens, hold=hold)
