@@ -120,6 +120,32 @@ def test_prophet_threshold_is_staged_by_progress():
     assert run(model, "prophet", 3, gap_early=2.0).tokens_per_step == [3]
 
 
+def test_prophet_stage_on_integers_equals_the_float_progress():
+    """gap_threshold's integer rule against committed / editable in floats, over random rows (masks
+    within the editable slots), empty rows (progress 0: the early gap) and every third's edge."""
+    from parallelbench.decoding.view import StepView
+
+    strategy = build_strategy("prophet", gap_early=7.0, gap_mid=5.0, gap_late=3.0)
+    g = torch.Generator().manual_seed(5)
+    b, width = 64, 12
+    editable = torch.rand(b, width, generator=g) < 0.8
+    editable[:4] = False  # empty rows
+    masked = editable & (torch.rand(b, width, generator=g) < torch.rand(b, 1, generator=g))
+    editable[4:8], masked[4:8] = True, torch.arange(width) < torch.tensor([[0], [4], [8], [12]])  # 1, 2/3, 1/3, 0 done
+    view = StepView(
+        logits=torch.zeros(b, width, 3), canvas=torch.where(masked, M, 5), masked=masked, editable=editable,
+        block_of=torch.zeros(width, dtype=torch.long), block=torch.zeros(b, dtype=torch.long),
+        block_step=torch.zeros(b, dtype=torch.long), step=torch.zeros(b, dtype=torch.long), rows=torch.arange(b),
+        rng_keys=torch.arange(b), temperature=0.0, mask_id=M, eos_id=E, num_blocks=1, block_length=width,
+        commit_conf=torch.zeros(b, width),
+    )
+    done = (editable & ~masked).sum(dim=1).double()
+    progress = done / editable.sum(dim=1).clamp(min=1).double()
+    want = torch.where(progress < 1 / 3, 7.0, torch.where(progress < 2 / 3, 5.0, 3.0)).float()
+    assert torch.equal(strategy.gap_threshold(view), want)
+    assert want[4:8].tolist() == [3.0, 3.0, 5.0, 7.0] and (want[:4] == 7.0).all()
+
+
 # ---------------------------------------------------------------- credit
 def test_credit_commits_a_stable_position_after_it_accumulates_credit():
     model = independent([0.9] * 6)  # every step: p = 0.9 < 0.94 at every open position

@@ -125,10 +125,23 @@ def entropy_bounded(
         return top_k(scores, candidates, entropy_bounded_count(entropy, candidates, gamma))
     h, order = torch.sort(entropy.double().masked_fill(~candidates, float("inf")), dim=1, stable=True)
     within = torch.cumsum(h, dim=1) <= gamma  # slot i: the first i + 1 entropies (the ones before slot i + 1)
-    chosen = filled(False, candidates.shape, candidates)
-    chosen.scatter_(1, order[:, 1:], within[:, :-1])
-    chosen.scatter_(1, order[:, :1], constant(True, chosen).expand(order.shape[0], 1))
-    return chosen & candidates
+    # slot i + 1 is admitted by within[i], slot 0 always: within's last entry (the sum of all, not
+    # needed) stands for slot 0, so one scatter through the order rotated by one slot puts them back
+    if within.shape[1]:
+        within.select(1, -1).fill_(True)
+    return _unsort(within, order.index_select(1, _next_slot(order.shape[1], order.device)), candidates)
+
+
+_NEXT_SLOT: dict[tuple[int, torch.device], torch.Tensor] = {}
+
+
+def _next_slot(width: int, device: torch.device) -> torch.Tensor:
+    """[width] long (1, 2, ..., width - 1, 0), made once per (width, device): read it, never write."""
+    key = (width, device)
+    found = _NEXT_SLOT.get(key)
+    if found is None:
+        found = _NEXT_SLOT[key] = torch.arange(1, width + 1, device=device) % width
+    return found
 
 
 def steps_schedule_k(remaining: torch.Tensor, steps_left: torch.Tensor) -> torch.Tensor:

@@ -283,6 +283,17 @@ class StepView:
         r, p = where.nonzero(as_tuple=True)
         return r, p
 
+    def logits_at(self, where: torch.Tensor) -> torch.Tensor:
+        """[N, V] float32 logits at `where`'s positions (in `positions(where)`'s order), the caller's
+        own copy, safe to edit. For the focus it is the view's copy, handed over (the view makes
+        another if it needs them again): no second gather of the vocabulary rows in the step."""
+        if where is self.focus:
+            logits = self._flat_logits
+            del self.__dict__["_flat_logits"]
+            return logits
+        r, p = self.positions(where)
+        return rows_of(self.logits, r, p).float()
+
     @cached_property
     def _flat_logits(self) -> torch.Tensor:
         r, p = self._where

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding.presets import TopKOptions, TopKStrategy
-from parallelbench.decoding.op_kinds import constant, minus
+from parallelbench.decoding.op_kinds import constant, filled, minus, ramp
 from parallelbench.decoding.strategy import option_error, register_strategy
-from parallelbench.decoding.view import Decision, StepView, row_max, rows_of
+from parallelbench.decoding.view import Decision, StepView, row_max
 
 
 @dataclass
@@ -29,23 +29,24 @@ class ProphetOptions(TopKOptions):
 
 
 def top2_gap(view: StepView, where: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Top-1 minus top-2 logit (mask token excluded) and the top-1 token at `where` [b, G];
-    +inf and the canvas elsewhere. Reads only those positions' logits."""
-    gap = torch.full(view.canvas.shape, float("inf"), device=view.device)
+    """Top-1 minus top-2 logit (mask token excluded; NaN where both are infinite) and the top-1
+    token at `where` [b, G]; +inf and the canvas elsewhere. Reads only those positions' logits."""
     top = view.canvas.clone()
     r, p = view.positions(where)
-    if r.numel():
-        logits = rows_of(view.logits, r, p)  # a copy: safe to edit
-        if logits.dtype != torch.float32:
-            logits = logits.float()
-        if 0 <= view.mask_id < logits.shape[-1]:
-            logits.select(1, view.mask_id).fill_(float("-inf"))
-        first, index = row_max(logits)
-        # (op kinds the loop runs anyway where that is exact: decoding/op_kinds.py)
-        logits.index_put_((torch.arange(index.shape[0], device=index.device), index), constant(float("-inf"), logits))
-        second = logits.amax(dim=-1)
-        gap[r, p] = minus(first, second).masked_fill(first == second, 0.0)  # 0, not NaN, where both are -inf
-        top[r, p] = index
+    if not r.numel():
+        return torch.full(view.canvas.shape, float("inf"), device=view.device), top
+    logits = view.logits_at(where)  # our own copy: safe to edit
+    if 0 <= view.mask_id < logits.shape[-1]:
+        logits.select(1, view.mask_id).fill_(float("-inf"))
+    first, index = row_max(logits)
+    # (op kinds the loop runs anyway where that is exact, cached ramps and constants: decoding/op_kinds.py)
+    logits.index_put_((ramp(0, index.shape[0], torch.long, index.device), index), constant(float("-inf"), logits))
+    second = logits.amax(dim=-1)
+    gap = filled(float("inf"), view.canvas.shape, logits)
+    # NaN where both are -inf (or +inf): below every threshold, as the gap of 0 it stands for
+    # (amin keeps a NaN and NaN > t is False)
+    gap[r, p] = minus(first, second)
+    top[r, p] = index
     return gap, top
 
 
@@ -64,25 +65,28 @@ class Prophet(TopKStrategy):
 
     def gap_threshold(self, view: StepView) -> torch.Tensor:
         """[b] the threshold at each row's progress (committed / editable, an empty row at 0).
-        progress < k/3 is decided on integers as 3 * committed < k * editable: the same answer as
-        the float division for any region under a million slots, in op kinds the step runs anyway."""
+        Masks are always editable, so committed = editable - masked, and progress < k/3 is decided
+        on integers as 3 * masked > (3 - k) * editable: the same answer as the float division for
+        any region under a million slots, in op kinds the step runs anyway (no committed mask)."""
         total = view.editable.sum(dim=1)
-        total = total.masked_fill(total == 0, 1)
-        done3 = view.committed.sum(dim=1) * 3
-        stage = (~(torch.stack([total, total * 2]) > done3)).sum(dim=0)  # thirds passed: 0, 1 or 2
-        return self._stages(view.device).index_select(0, stage)
+        left3 = (view.masked.sum(dim=1) * 3).masked_fill(total == 0, 1)  # an empty row: no third passed
+        ahead = (left3 > torch.stack([total * 2, total])).sum(dim=0)  # thirds not passed: 0, 1 or 2
+        return self._stages_late_first(view.device).index_select(0, ahead)
 
-    def _stages(self, device: torch.device) -> torch.Tensor:
-        """[3] float32 (gap_early, gap_mid, gap_late), made once per device."""
+    def _stages_late_first(self, device: torch.device) -> torch.Tensor:
+        """[3] float32 (gap_late, gap_mid, gap_early), made once per device."""
         o = self.options
         key = (device, o.gap_early, o.gap_mid, o.gap_late)
         cache = self.__dict__.setdefault("_stage_gaps", {})
         if key not in cache:
-            cache[key] = torch.tensor([o.gap_early, o.gap_mid, o.gap_late], dtype=torch.float32, device=device)
+            cache[key] = torch.tensor([o.gap_late, o.gap_mid, o.gap_early], dtype=torch.float32, device=device)
         return cache[key]
 
     def step(self, view: StepView) -> Decision:
         thr = self.gap_threshold(view)
+        # the base rule and its tokens first: top2_gap then takes over the view's copy of the logits
+        base = self.select(view, self.score(view))
+        x0 = view.x0
         # the active block first: a row whose candidates are not all settled cannot commit early,
         # so the other masked positions are looked at only for rows that pass. The gaps are +inf
         # off the positions looked at, so "every looked-at gap above the threshold" is a row minimum.
@@ -94,11 +98,13 @@ class Prophet(TopKStrategy):
                 gap_rest, top_rest = top2_gap(view, rest)
                 gap, top = torch.where(rest, gap_rest, gap), torch.where(rest, top_rest, top)
                 settled = settled & (gap.amin(dim=1) > thr)
-        base = self.select(view, self.score(view))
         early = settled.unsqueeze(1)
         view.state["extra_early_commit"] = view.state["extra_early_commit"] + settled
-        # an early commit writes every masked position's top token
-        return Decision(commit=torch.where(early, view.masked, base), tokens=torch.where(early, top, view.x0))
+        # an early commit writes every masked position's top token. base is within the candidates,
+        # hence within the masks: where(early, masked, base) as masked_fill / and, and the tokens
+        # written into top itself (where with out=: the op kinds the loop runs anyway)
+        commit = base.masked_fill(early, True) & view.masked
+        return Decision(commit=commit, tokens=torch.where(early, top, x0, out=top))
 
     def init_state(self, batch_size: int, gen_length: int, device: torch.device) -> dict[str, torch.Tensor]:
         return {"extra_early_commit": torch.zeros(batch_size, dtype=torch.long, device=device)}
