@@ -56,8 +56,9 @@ class CreditDecoding(Strategy):
             "credit": torch.zeros((batch_size, gen_length), dtype=torch.float32, device=device),
         }
 
-    def fused(self, view: StepView) -> tuple[torch.Tensor, torch.Tensor]:
-        """Update the credit of the candidates; return the fused (token, confidence) [b, G].
+    def fused(self, view: StepView) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """Update the credit of the candidates; return the fused (token, confidence) [b, G] (token
+        None where it is view.x0 throughout).
 
         The state is updated in place with `where(..., out=)`, the kind the loop writes its block with
         (no `where` of another kind, no copy of new state tensors back into the loop's state).
@@ -96,7 +97,9 @@ class CreditDecoding(Strategy):
         z = minus(constant(1.0, p_c), p_c) + boosted
         pick_c = has > (other > boosted)  # has & boosted >= other (NaN: as ~(other > boosted))
         fused_p = torch.where(pick_c, boosted, other, out=other)
-        return torch.where(pick_c, token, top, out=top.clone()), fused_p / z
+        # the credit token differs from the top one only at held slots: without any, the tokens are x0
+        tokens = torch.where(pick_c, token, top, out=top.clone()) if r.numel() else None
+        return tokens, fused_p / z
 
     def step(self, view: StepView) -> Decision:
         tokens, conf = self.fused(view)
