@@ -56,8 +56,9 @@ class CreditDecoding(Strategy):
             "credit": torch.zeros((batch_size, gen_length), dtype=torch.float32, device=device),
         }
 
-    def fused(self, view: StepView) -> tuple[torch.Tensor, torch.Tensor]:
-        """Update the credit of the candidates; return the fused (token, confidence) [b, G].
+    def fused(self, view: StepView) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """Update the credit of the candidates; return the fused (token, confidence) [b, G] (token
+        None where it is view.x0 throughout).
 
         The state is updated in place with `where(..., out=)`, the kind the loop writes its block with
         (no `where` of another kind, no copy of new state tensors back into the loop's state).
@@ -79,21 +80,26 @@ class CreditDecoding(Strategy):
         # (op kinds the loop runs anyway where that is exact: decoding/op_kinds.py)
         has = cand & (token > -1)  # a credit token is set (token ids are >= 0; -1: none)
         now_top = token == top
-        p_c = p_top.masked_fill(~(has & now_top), 0.0)
+        other = p_top.masked_fill(now_top, 0.0)
+        # p_top where the credit token is the top one, 0 elsewhere at the candidates (p_top is finite
+        # there; outside them nothing below is read): one op, where masked_fill needed three
+        p_c = minus(p_top, other)
         held = has > now_top  # credit held by a token that is not the top one now: rare
         r, p = torch.nonzero(held).unbind(1)  # (nonzero(as_tuple=True) is a costlier kind of its own)
         if r.numel():  # (index_select / gather / add rather than advanced indexing and sub: kinds the step runs)
             logits = rows_of(view.logits, r, p).float()
             held_token = token.index_select(0, r).gather(1, p.view(-1, 1))
             p_c[r, p] = torch.exp(minus(logits.gather(1, held_token).view(-1), logits.logsumexp(dim=-1)))
-        # p_c is 0 where no credit token is set (has is False), so the boost needs no mask there
+        # p_c is 0 at the candidates without a credit token (the top token is never -1), so the boost
+        # needs no mask there
         boosted = p_c * torch.exp(o.fusion * torch.log1p(credit))
         # 1 - p_c + boosted, at least 0.5 for p_c in [0, 1] (boosted >= p_c, as credit >= 0): no clamp
         z = minus(constant(1.0, p_c), p_c) + boosted
-        other = p_top.masked_fill(now_top, 0.0)
         pick_c = has > (other > boosted)  # has & boosted >= other (NaN: as ~(other > boosted))
         fused_p = torch.where(pick_c, boosted, other, out=other)
-        return torch.where(pick_c, token, top, out=top.clone()), fused_p / z
+        # the credit token differs from the top one only at held slots: without any, the tokens are x0
+        tokens = torch.where(pick_c, token, top, out=top.clone()) if r.numel() else None
+        return tokens, fused_p / z
 
     def step(self, view: StepView) -> Decision:
         tokens, conf = self.fused(view)

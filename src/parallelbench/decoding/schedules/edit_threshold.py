@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding import selection
-from parallelbench.decoding.op_kinds import constant, filled, minus
+from parallelbench.decoding.op_kinds import constant, minus
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView, row_max_chunks, rows_of
 
@@ -103,18 +103,18 @@ class EditThreshold(Strategy):
             logits = rows_of(view.logits, r, p)  # a copy: safe to edit
             if logits.dtype != torch.float32:
                 logits = logits.float()
-            now = view.canvas.index_select(0, r).gather(1, p.unsqueeze(1)).view(-1)
+            now = view.canvas.index_select(0, r).gather(1, p.view(-1, 1))  # [n, 1]: gathers the logit as it is
             mask_logit = None
             if 0 <= view.mask_id < logits.shape[-1]:
                 column = logits.select(1, view.mask_id)
                 mask_logit = column.clone()  # still part of the softmax's normaliser
                 column.fill_(float("-inf"))  # the mask token is never proposed
             best_logit, best, chunk_max = row_max_chunks(logits)
-            now_logit = logits.gather(1, now.unsqueeze(1)).view(-1)
+            now_logit = logits.gather(1, now).view(-1)
             lead = minus(best_logit, now_logit)
             min_lead = self.min_lead()
             # a lead above min_lead >= 0 already means another top token (same token: a lead of 0, or NaN)
-            possible = lead > min_lead if min_lead >= 0.0 else ~(best == now) & (lead > min_lead)
+            possible = lead > min_lead if min_lead >= 0.0 else ~(best == now.view(-1)) & (lead > min_lead)
             if chunk_max is not None and o.edit_threshold > 0.0:
                 # either rule needs p(top) > E, and p(top) <= 1 / (1 + sum of exp(m_c - top)) over the
                 # maxima m_c of the chunks other than the top's: distinct entries of the normaliser;
@@ -134,7 +134,7 @@ class EditThreshold(Strategy):
                 if o.edit_rule == "gain":
                     gain = minus(p_top, torch.exp(minus(now_logit.index_select(0, changed), best_c)) / total)
                 possible[changed] = gain > o.edit_threshold  # possible is False outside changed: now the flips
-                edit = filled(False, pool.shape, pool)
+                edit = pool.clone()  # (r, p) are pool's True slots: all of them overwritten
                 edit[r, p] = possible
                 # the loops read tokens only where they commit (masked slots: x0) or edit (here: best)
                 tokens = view.x0.clone()
