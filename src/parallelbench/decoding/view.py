@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from parallelbench.decoding import sampling
-from parallelbench.decoding.op_kinds import filled, float32, minus
+from parallelbench.decoding.op_kinds import filled, float32, minus, ramp
 
 
 class cached_property:  # noqa: N801 - the name and behaviour of functools.cached_property
@@ -46,7 +46,7 @@ def rows_of(x: torch.Tensor, r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
         return x[r, p]
     per_row = s0 // s1
     lines = x.as_strided(((b - 1) * per_row + g, v), (s1, 1))
-    return lines.index_select(0, r * per_row + p)
+    return lines.index_select(0, torch.add(p, r, alpha=per_row))  # line r * per_row + p
 
 
 # Up to this many elements a plain max(dim) is cheaper than the chunked search: its extra ops cost
@@ -74,10 +74,11 @@ def chunk_width(x: torch.Tensor) -> int | None:
 
 
 def winning_chunk(blocks: torch.Tensor, block: torch.Tensor) -> torch.Tensor:
-    """[N, chunk] the chunk `block[i]` of each row of blocks [N, chunks, chunk] (a copy, safe to write;
-    one gather, cheaper than advanced indexing)."""
-    n, _, width = blocks.shape
-    return blocks.gather(1, block.view(n, 1, 1).expand(n, 1, width)).view(n, width)
+    """[N, chunk] the chunk `block[i]` of each row of blocks [N, chunks, chunk] (a copy, safe to write):
+    one index_select over the chunks as rows, in fewer ops than a gather (and a kind the step runs)."""
+    n, chunks, width = blocks.shape
+    lines = blocks.view(n * chunks, width) if blocks.is_contiguous() else blocks.reshape(n * chunks, width)
+    return lines.index_select(0, torch.add(block, ramp(0, n, torch.long, block.device), alpha=chunks))
 
 
 def row_max(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
