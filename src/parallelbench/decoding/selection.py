@@ -123,8 +123,9 @@ def entropy_bounded(
     predecessors sum to at most gamma (slot 0 always): no count, no prefix run."""
     if scores is not None:
         return top_k(scores, candidates, entropy_bounded_count(entropy, candidates, gamma))
-    h, order = torch.sort(entropy.double().masked_fill(~candidates, float("inf")), dim=1, stable=True)
-    within = torch.cumsum(h, dim=1) <= gamma  # slot i: the first i + 1 entropies (the ones before slot i + 1)
+    # sorted in their own dtype (the order in float64 too: the conversion is exact), summed in float64
+    h, order = torch.sort(entropy.masked_fill(~candidates, float("inf")), dim=1, stable=True)
+    within = torch.cumsum(h, dim=1, dtype=torch.float64) <= gamma  # slot i: the first i + 1 entropies
     # slot i + 1 is admitted by within[i], slot 0 always: within's last entry (the sum of all, not
     # needed) stands for slot 0, so one scatter through the order rotated by one slot puts them back
     if within.shape[1]:

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from parallelbench.decoding import sampling
-from parallelbench.decoding.op_kinds import filled, minus
+from parallelbench.decoding.op_kinds import filled, float32, minus
 
 
 class cached_property:  # noqa: N801 - the name and behaviour of functools.cached_property
@@ -92,7 +92,7 @@ def row_max(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     blocks = x.view(n, v // chunk, chunk) if x.is_contiguous() else x.reshape(n, v // chunk, chunk)
     values, block = blocks.amax(dim=-1).max(dim=-1)  # the first chunk holding the maximum
     inner = winning_chunk(blocks, block).argmax(dim=-1)
-    return values, block * chunk + inner
+    return values, torch.add(inner, block, alpha=chunk)  # block * chunk + inner in one op
 
 
 def row_max_chunks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -108,7 +108,7 @@ def row_max_chunks(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.T
     chunk_max = blocks.amax(dim=-1)
     values, block = chunk_max.max(dim=-1)
     inner = winning_chunk(blocks, block).argmax(dim=-1)
-    return values, block * chunk + inner, chunk_max
+    return values, torch.add(inner, block, alpha=chunk), chunk_max
 
 
 def row_top2(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
@@ -127,20 +127,23 @@ def row_top2(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     inner = winner.argmax(dim=-1, keepdim=True)
     rest_of_winner = winner.scatter_(1, inner, float("-inf")).amax(dim=-1, keepdim=True)
     second = chunk_max.scatter_(1, block.unsqueeze(1), rest_of_winner).amax(dim=-1)
-    return values, block * chunk + inner.squeeze(1), second
+    return values, torch.add(inner.squeeze(1), block, alpha=chunk), second
 
 
 def entropy_of(logits: torch.Tensor, probs: torch.Tensor, top: torch.Tensor, top_logit: torch.Tensor | None = None) -> torch.Tensor:
     """[N] -sum_i p_i ln p_i for probs = softmax(logits) with some entries zeroed (the mask token);
     `top` [N] is the largest entry of the softmax before zeroing, i.e. 1 / S with
-    S = sum_i exp(z_i - m) and m the largest logit (`top_logit`, when the caller has it).
+    S = sum_i exp(z_i - m) and m the largest logit (`top_logit` [N] or [N, 1], when the caller has it).
 
     ln p_i = (z_i - m) - ln S, so the entropy is sum_i p_i (m - z_i) + ln S * sum_i p_i: terms
     that are never negative (no cancellation), computed with vectorised max / multiply / sum
     instead of the element-wise `entr` (several times slower on the CPU); equal to float rounding.
     Where a logit is -inf its probability is 0 and the term p (m - z) is 0 * inf = NaN: nansum
     drops it (the same sum as with the term at 0)."""
-    m = logits.amax(dim=-1, keepdim=True) if top_logit is None else top_logit.unsqueeze(-1)
+    if top_logit is None:
+        m = logits.amax(dim=-1, keepdim=True)
+    else:  # [N] or [N, 1]
+        m = top_logit if top_logit.dim() == 2 else top_logit.unsqueeze(-1)
     weighted = minus(m, logits)  # one [N, V] temporary, reused in place (minus: a kind the step runs anyway)
     return minus(weighted.mul_(probs).nansum(dim=-1), top.log() * probs.sum(dim=-1))
 
@@ -292,12 +295,12 @@ class StepView:
             del self.__dict__["_flat_logits"]
             return logits
         r, p = self.positions(where)
-        return rows_of(self.logits, r, p).float()
+        return float32(rows_of(self.logits, r, p))
 
     @cached_property
     def _flat_logits(self) -> torch.Tensor:
         r, p = self._where
-        return rows_of(self.logits, r, p).float()
+        return float32(rows_of(self.logits, r, p))  # (no to() call on float32: one op kind less)
 
     @cached_property
     def _flat_softmax(self) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -449,12 +452,12 @@ class StepView:
         probs, mask_p = self._flat_softmax
         value, index = self._flat_top1  # the largest entry besides the mask token, and where it is
         logits = self._flat_logits
-        top_logit = logits.gather(-1, index.unsqueeze(-1)).view(-1)
+        top_logit = logits.gather(-1, index.unsqueeze(-1))  # [N, 1], as entropy_of uses it
         if mask_p is None:
             top = value
         else:  # the mask token may hold the largest logit
             top = torch.maximum(value, mask_p)  # (one new kind costs less than a stack and an amax twice)
-            top_logit = torch.maximum(top_logit, logits[:, self.mask_id])
+            top_logit = torch.maximum(top_logit, logits[:, self.mask_id : self.mask_id + 1])
         return self._spread(entropy_of(logits, probs, top, top_logit), 0.0)
 
     def uniform(self, shape: tuple[int, ...]) -> torch.Tensor:
