@@ -269,19 +269,31 @@ def test_deferred_record_equals_the_step_by_step_one(seed):
     assert int(logs[0].edits.sum()) > 0
 
 
+def _four_logs(g: torch.Generator, b: int, width: int, mask: int):
+    """A random region (about 90% editable, all of it masked) and four records of it: step by step,
+    deferred, and the same two again for the variant under test."""
+    from parallelbench.decoding.repair import RepairLog
+
+    editable = torch.rand((b, width), generator=g) < 0.9
+    gen = torch.where(editable, mask, torch.randint(2, 9, (b, width), generator=g))
+    masked = editable.clone()
+    return editable, gen, masked, [RepairLog(gen, masked, editable, mask, deferred=d) for d in (False, True) * 2]
+
+
+def _assert_all_equal(logs) -> None:
+    for log in logs:
+        log._settle()
+    for name in ("first", "last", "original", "pending", "unmask", "edits"):
+        for log in logs[1:]:
+            assert torch.equal(getattr(logs[0], name), getattr(log, name)), name
+
 @pytest.mark.parametrize("seed", range(8))
 def test_a_draft_of_the_window_placed_by_the_record_equals_the_whole_region_draft(seed):
     """The block-causal loop hands RepairLog only its window's draft (rows x block columns) and a
     `place` that writes it over the region; the record must equal the one given the whole region's
     draft, deferred or not, with the EOS fill reaching past the window."""
-    from parallelbench.decoding.repair import RepairLog
-
-    g = torch.Generator().manual_seed(100 + seed)
-    b, width, block, mask, eos = 6, 12, 4, 1, 0
-    editable = torch.rand((b, width), generator=g) < 0.9
-    gen = torch.where(editable, mask, torch.randint(2, 9, (b, width), generator=g))
-    masked = editable.clone()
-    logs = [RepairLog(gen, masked, editable, mask, deferred=d) for d in (False, True, False, True)]
+    g, b, width, block, mask, eos = torch.Generator().manual_seed(100 + seed), 6, 12, 4, 1, 0
+    editable, gen, masked, logs = _four_logs(g, b, width, mask)
     for step in range(16):
         c0 = block * int(torch.randint(0, width // block, (1,), generator=g))
         rows = torch.nonzero(torch.rand(b, generator=g) < 0.7).view(-1)
@@ -314,9 +326,46 @@ def test_a_draft_of_the_window_placed_by_the_record_equals_the_whole_region_draf
         for log in logs[2:]:
             log.update(part, new, new_masked, editable, fill, place=place)
         gen, masked = new, new_masked
-    for log in logs:
-        log._settle()
-    for name in ("first", "last", "original", "pending", "unmask", "edits"):
-        for log in logs[1:]:
-            assert torch.equal(getattr(logs[0], name), getattr(log, name)), name
+    _assert_all_equal(logs)
     assert int(logs[0].edits.sum()) > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_step_without_edits_remasks_or_fill_may_hand_over_no_draft(seed):
+    """`update(None, ...)`: the draft is the step's result, for a step that neither edits nor remasks
+    nor fills; the record must equal the one given that draft, deferred or not, placed or whole."""
+    g, b, width, block, mask, eos = torch.Generator().manual_seed(200 + seed), 5, 12, 4, 1, 0
+    editable, gen, masked, logs = _four_logs(g, b, width, mask)
+    plain_steps = 0
+    for step in range(18):
+        c0 = block * int(torch.randint(0, width // block, (1,), generator=g))
+        window = torch.zeros((b, width), dtype=torch.bool)
+        window[:, c0:c0 + block] = True
+        commit = window & masked & (torch.rand((b, width), generator=g) < 0.5)
+        drafted = torch.where(commit, torch.randint(2, 9, (b, width), generator=g), gen)
+        plain = step % 3 != 1  # a step that only commits
+        settled = window & ~masked & editable
+        edit = settled & (torch.rand((b, width), generator=g) < 0.25) & ~torch.tensor(plain)
+        new = torch.where(edit, torch.randint(2, 9, (b, width), generator=g), drafted)
+        remask = window & (settled | commit) & ~edit & (torch.rand((b, width), generator=g) < 0.15)
+        remask &= ~torch.tensor(plain)
+        new = torch.where(remask, mask, new)
+        new_masked = (masked & ~commit) | remask
+        fill = None
+        if step % 6 == 1:  # the EOS fill, only in steps that hand over their draft
+            fill = (torch.rand((b, 1), generator=g) < 0.5) & new_masked
+            new = torch.where(fill, eos, new)
+            new_masked = new_masked & ~fill
+        plain_steps += plain
+
+        def place(full, d, c0=c0):
+            full[:, c0:c0 + block] = d
+
+        for log in logs[:2]:
+            log.update(drafted, new, new_masked, editable, fill)
+        for log in logs[2:]:
+            log.update(None if plain else drafted[:, c0:c0 + block].clone(), new, new_masked, editable, fill,
+                       place=place)
+        gen, masked = new, new_masked
+    _assert_all_equal(logs)
+    assert int(logs[0].edits.sum()) > 0 and plain_steps >= 10

@@ -81,7 +81,7 @@ class RepairLog:
         self.inserts = self.inserts + inserts
         self.deletes = self.deletes + deletes
 
-    def update(self, drafted: torch.Tensor, gen: torch.Tensor, masked: torch.Tensor, editable: torch.Tensor,
+    def update(self, drafted: torch.Tensor | None, gen: torch.Tensor, masked: torch.Tensor, editable: torch.Tensor,
                fill: torch.Tensor | None = None, place: "Callable[[torch.Tensor, torch.Tensor], None] | None" = None,
                ) -> None:
         """After a step. `drafted`: the region after the step's commits, before its edits and
@@ -89,6 +89,9 @@ class RepairLog:
         the loop set to EOS after a row's first EOS (`stop_at_eos`), which are never edits.
         `place`: `drafted` covers only the slots the step drafted (the block-causal loop's window);
         `place(full, drafted)` writes it into `full`, a copy of `gen`, which elsewhere is the draft.
+        `drafted=None`: the draft is `gen` itself, for a step that neither edits nor remasks and whose
+        `fill` lies outside the slots it drafted (nothing to build or keep, and on a deferred record
+        nothing to place, for such a step).
         `drafted` and `fill` are kept as they are until the record is read: tensors of the step's
         own, which the caller does not write afterwards (`gen` and `masked` are copied).
         A step's commits and edits touch different slots, so each slot changes at most once.
@@ -101,7 +104,9 @@ class RepairLog:
             self._kept.append((drafted, gen.clone(), masked.clone(), fill, place))
             self._editable = editable
             return
-        if place is not None:
+        if drafted is None:
+            drafted = gen
+        elif place is not None:
             drafted = _placed(drafted, gen, place)
         holes = drafted == self._mask
         drafted_w = editable & ~holes
@@ -139,11 +144,15 @@ class RepairLog:
         if not kept:
             return
         gen = torch.stack([k[1] for k in kept])  # [T, b, G]
-        if all(k[4] is None for k in kept):
+        if all(k[0] is not None and k[4] is None for k in kept):
             drafted = torch.stack([k[0] for k in kept])
+        elif all(k[0] is None for k in kept):
+            drafted = gen  # only read below
         else:  # the steps' drafts placed over their regions in one copy of them all (not a copy each)
             drafted = gen.clone()
             for t, k in enumerate(kept):
+                if k[0] is None:
+                    continue  # the draft is the step's result
                 if k[4] is None:
                     drafted[t] = k[0]
                 else:
