@@ -453,7 +453,11 @@ class StepView:
         probs, mask_p = self._flat_softmax
         value, index = self._flat_top1  # the largest entry besides the mask token, and where it is
         logits = self._flat_logits
-        top_logit = logits.gather(-1, index.unsqueeze(-1))  # [N, 1], as entropy_of uses it
+        # [N, 1], as entropy_of uses it: the entries as lines of one column (index_select, a kind the
+        # step runs; a gather would be one more)
+        n, v = logits.shape
+        at = torch.add(index, ramp(0, n, torch.long, index.device), alpha=v)  # row * v + index
+        top_logit = logits.view(n * v, 1).index_select(0, at)
         if mask_p is None:
             top = value
         else:  # the mask token may hold the largest logit
