@@ -33,7 +33,7 @@ from parallelbench.decoding import sampling
 from parallelbench.decoding.block_grid import BlockGrid, block_causal_bias, block_length_for
 from parallelbench.decoding.canvas import left_pad, make_template, model_device
 from parallelbench.decoding.collect import collect
-from parallelbench.decoding.op_kinds import float32
+from parallelbench.decoding.op_kinds import constant, float32, minus
 from parallelbench.decoding.repair import RepairLog, finished_rows
 from parallelbench.decoding.result import DecodeResult
 from parallelbench.decoding.strategy import Strategy, strategy_max_steps
@@ -402,18 +402,23 @@ def decode_block_causal(
         edit = None if decision.edit is None else decision.edit & ~c_masked & c_editable  # of settled slots
         # every row in the window and no shift: write the block's columns in place (no copies back)
         in_place = win.idx is None and shift is None
+        # a step that neither edits nor remasks (nor shifts): its draft is its result, which the record
+        # takes as the draft itself (drafted=None; a fill only reaches past the window)
+        plain = edit is None and decision.remask is None and shift is None
         if in_place:
-            if log is not None:  # the record reads the block after the commits, before the edits
-                drafted = torch.where(commit, tokens, gen)
+            if log is not None and not plain:  # the record reads the block after the commits, before the edits
+                drafted = torch.where(commit, tokens, gen, out=gen.clone())  # (where's out= kind, as below)
             written = commit if edit is None else commit | edit
             new_gen = torch.where(written, tokens, gen, out=gen)
-            if log is None:
-                drafted = new_gen  # not read: the record is off
+            if log is None or plain:
+                drafted = None  # not read (the record is off) or the step's result
             new_masked = c_masked.bitwise_xor_(commit)  # commit is a subset of c_masked
             torch.where(written, here, c_order, out=c_order)
             torch.where(commit, float32(conf), c_conf, out=c_conf)
         else:
             new_gen = drafted = torch.where(commit, tokens, gen)
+            if plain:
+                drafted = None
             if edit is not None:
                 new_gen = torch.where(edit, tokens, new_gen)
                 c_order = torch.where(edit, here, c_order)
@@ -427,16 +432,16 @@ def decode_block_causal(
         if decision.remask is not None:
             remask = decision.remask & ~new_masked & c_editable
             if in_place:
-                new_gen.masked_fill_(remask, mask_id)
-                new_masked.bitwise_or_(remask)
-                c_order.masked_fill_(remask, -1)
+                torch.where(remask, constant(mask_id, new_gen), new_gen, out=new_gen)
+                new_masked.bitwise_xor_(remask)
+                torch.where(remask, constant(-1, c_order), c_order, out=c_order)
             else:
                 new_gen = torch.where(remask, mask_id, new_gen)
                 new_masked = new_masked | remask
                 c_order = torch.where(remask, -1, c_order)
             n_remask = (remask & slots).sum(dim=1)
             c_remasks = win.rows(remasks) + n_remask
-            net = net.sum(dim=1) - n_remask
+            net = minus(net.sum(dim=1), n_remask)
         if shift is not None:  # insert / delete: each slot takes the content and record of its source slot
             src = shift.source.to(device=device, dtype=torch.long)
             new, src = src < 0, src.clamp(min=0)
