@@ -412,7 +412,7 @@ def decode_block_causal(
             new_gen = torch.where(written, tokens, gen, out=gen)
             if log is None or plain:
                 drafted = None  # not read (the record is off) or the step's result
-            new_masked = c_masked.bitwise_xor_(commit)  # commit is a subset of c_masked
+            new_masked = torch.where(commit, constant(False, c_masked), c_masked, out=c_masked)  # where's out= kind
             torch.where(written, here, c_order, out=c_order)
             torch.where(commit, float32(conf), c_conf, out=c_conf)
         else:
@@ -433,7 +433,7 @@ def decode_block_causal(
             remask = decision.remask & ~new_masked & c_editable
             if in_place:
                 torch.where(remask, constant(mask_id, new_gen), new_gen, out=new_gen)
-                new_masked.bitwise_xor_(remask)
+                torch.where(remask, constant(True, new_masked), new_masked, out=new_masked)
                 torch.where(remask, constant(-1, c_order), c_order, out=c_order)
             else:
                 new_gen = torch.where(remask, mask_id, new_gen)
