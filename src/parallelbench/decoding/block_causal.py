@@ -236,27 +236,42 @@ def decode_block_causal(
     # and a row's leftmost masked block one amin with 0 for "none" (fewer, cheaper ops per step)
     shifted = (block_of_column - n_blocks).unsqueeze(0)
 
-    def next_call(done: torch.Tensor | None, a_held: int) -> tuple[list[int], torch.Tensor]:
+    def next_call(done: torch.Tensor | None, a_held: int) -> tuple[list[int], torch.Tensor | None]:
         """What the next step needs on the host, read in one go, with the rows `done` [n] left out:
         [finished rows, its block a, the first column not stored, rows in the window (all live rows
-        when it equals their number), their focus positions], and `done`. done=None: the rows with
-        no masked column (right when no row holds a block and none stops at EOS)."""
+        when it equals their number), their focus positions], and `done` (None when no row finished).
+        done=None: the rows with no masked column (right when no row holds a block and none stops at EOS).
+
+        The device gives a few numbers per row (its block, its stored columns, its masked columns in
+        its block) and the host reduces them in Python: fewer torch ops per step."""
         at = masked * shifted  # each masked column's block - n_blocks; 0 elsewhere
-        act = at.amin(dim=1)  # active block - n_blocks; 0: no masked column
-        if done is None:
-            done = act == 0
+        act = own = at.amin(dim=1)  # active block - n_blocks; 0: no masked column
         if holding:
             act = torch.where(held, a_held - n_blocks, act)
-        act = act.masked_fill(done, 1)
-        lowest = act.amin()
-        in_win = act == lowest
-        parts = [done.sum(), lowest, kv_upto.masked_fill(~in_win, grid.width).amin(), in_win.sum()]
-        if counted and holding:
-            parts.append((masked & in_win.unsqueeze(1) & (shifted == lowest)).sum())
-        elif counted:  # no row holds a block: a row outside the window has no masked column in block `lowest`
-            parts.append((at == lowest).sum())
-        values = torch.stack(parts).tolist()
-        values[1] += n_blocks
+        if done is not None:
+            act = act.masked_fill(done, 1)
+        parts = [act, kv_upto]
+        if counted:  # masked columns in the row's block (its leftmost masked block when it holds none)
+            in_act = masked & (shifted == act.view(-1, 1)) if holding else at == act.view(-1, 1)
+            parts.append(in_act.sum(dim=1))
+        host = torch.stack(parts).tolist()
+        blocks = host[0]
+        gone = 0 if done is None else 1  # a finished row's value in `blocks`
+        n_done = blocks.count(gone)
+        if n_done:
+            blocks = [1 if x == gone else x for x in blocks]
+        lowest = min(blocks)
+        if lowest == max(blocks):  # every row in the window (or none left)
+            values = [n_done, lowest + n_blocks, min(host[1]), len(blocks)]
+            if counted:
+                values.append(sum(host[2]))
+        else:
+            win = [i for i, x in enumerate(blocks) if x == lowest]
+            values = [n_done, lowest + n_blocks, min(host[1][i] for i in win), len(win)]
+            if counted:
+                values.append(sum(host[2][i] for i in win))
+        if done is None and n_done:
+            done = own == 0
         return values, done
 
     # One read of the device per step: its finished rows and the next call's layout; here for the set-up.
