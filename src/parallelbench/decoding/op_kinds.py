@@ -10,9 +10,21 @@ arithmetic therefore reuses the loop's kinds where that is exact, bit for bit:
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
-_CONSTANTS: dict[tuple[float | int | bool, torch.dtype, torch.device], torch.Tensor] = {}
+_CACHE: dict[tuple, torch.Tensor] = {}
+
+
+def cached(key: tuple, make: "Callable[[], torch.Tensor]") -> torch.Tensor:
+    """The tensor `make()` gives, made once per `key` (a tuple naming it, its sizes, dtype and device)
+    and then reused: read it, never write into it. Steps use such tensors instead of making them
+    from Python numbers every step (each made tensor is ops of its own)."""
+    found = _CACHE.get(key)
+    if found is None:
+        found = _CACHE[key] = make()
+    return found
 
 
 def float32(x: torch.Tensor) -> torch.Tensor:
@@ -28,11 +40,8 @@ def minus(a: torch.Tensor, b: torch.Tensor | float) -> torch.Tensor:
 def constant(value: float | int | bool, like: torch.Tensor) -> torch.Tensor:
     """A 0-dim tensor holding `value` with `like`'s dtype and device, made once and then reused:
     read it, never write into it."""
-    key = (value, like.dtype, like.device)
-    found = _CONSTANTS.get(key)
-    if found is None:
-        found = _CONSTANTS[key] = torch.full((), value, dtype=like.dtype, device=like.device)
-    return found
+    return cached(("constant", value, like.dtype, like.device),
+                  lambda: torch.full((), value, dtype=like.dtype, device=like.device))
 
 
 def filled(value: float | int | bool, shape: torch.Size | tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
@@ -41,14 +50,7 @@ def filled(value: float | int | bool, shape: torch.Size | tuple[int, ...], like:
     return constant(value, like).expand(shape).clone()
 
 
-_RAMPS: dict[tuple[int, int, torch.dtype, torch.device], torch.Tensor] = {}
-
-
 def ramp(start: int, stop: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """arange(start, stop) made once per (start, stop, dtype, device), then reused: read it, never
     write into it (no arange, nor the add that would shift it, in every step)."""
-    key = (start, stop, dtype, device)
-    found = _RAMPS.get(key)
-    if found is None:
-        found = _RAMPS[key] = torch.arange(start, stop, dtype=dtype, device=device)
-    return found
+    return cached(("ramp", start, stop, dtype, device), lambda: torch.arange(start, stop, dtype=dtype, device=device))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from parallelbench.decoding.op_kinds import constant, filled, float32, minus, ramp
+from parallelbench.decoding.op_kinds import cached, constant, filled, float32, minus, ramp
 
 NEG_INF = float("-inf")
 
@@ -133,16 +133,9 @@ def entropy_bounded(
     return _unsort(within, order.index_select(1, _next_slot(order.shape[1], order.device)), candidates)
 
 
-_NEXT_SLOT: dict[tuple[int, torch.device], torch.Tensor] = {}
-
-
 def _next_slot(width: int, device: torch.device) -> torch.Tensor:
     """[width] long (1, 2, ..., width - 1, 0), made once per (width, device): read it, never write."""
-    key = (width, device)
-    found = _NEXT_SLOT.get(key)
-    if found is None:
-        found = _NEXT_SLOT[key] = torch.arange(1, width + 1, device=device) % width
-    return found
+    return cached(("next_slot", width, device), lambda: torch.arange(1, width + 1, device=device) % width)
 
 
 def steps_schedule_k(remaining: torch.Tensor, steps_left: torch.Tensor) -> torch.Tensor:

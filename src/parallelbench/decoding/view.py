@@ -287,15 +287,15 @@ class StepView:
         r, p = where.nonzero(as_tuple=True)
         return r, p
 
-    def logits_at(self, where: torch.Tensor) -> torch.Tensor:
-        """[N, V] float32 logits at `where`'s positions (in `positions(where)`'s order), the caller's
-        own copy, safe to edit. For the focus it is the view's copy, handed over (the view makes
-        another if it needs them again): no second gather of the vocabulary rows in the step."""
-        if where is self.focus:
+    def logits_at(self, where: torch.Tensor, r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+        """[N, V] float32 logits at `where`'s positions (r, p), which the caller found (`positions`,
+        or a nonzero of its own: no second search), the caller's own copy, safe to edit. For the
+        focus it is the view's copy, handed over (the view makes another if it needs them again):
+        no second gather of the vocabulary rows in the step."""
+        if where is self.focus and "_flat_logits" in self.__dict__:
             logits = self._flat_logits
             del self.__dict__["_flat_logits"]
             return logits
-        r, p = self.positions(where)
         return float32(rows_of(self.logits, r, p))
 
     @cached_property

@@ -21,7 +21,7 @@ import torch
 from parallelbench.decoding import selection
 from parallelbench.decoding.op_kinds import constant, float32, minus
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
-from parallelbench.decoding.view import Decision, StepView, rows_of
+from parallelbench.decoding.view import Decision, StepView
 
 
 @dataclass
@@ -87,7 +87,7 @@ class CreditDecoding(Strategy):
         held = has > now_top  # credit held by a token that is not the top one now: rare
         r, p = torch.nonzero(held).unbind(1)  # (nonzero(as_tuple=True) is a costlier kind of its own)
         if r.numel():  # (index_select / gather / add rather than advanced indexing and sub: kinds the step runs)
-            logits = rows_of(view.logits, r, p).float()
+            logits = view.logits_at(held, r, p)
             held_token = token.index_select(0, r).gather(1, p.view(-1, 1))
             p_c[r, p] = torch.exp(minus(logits.gather(1, held_token).view(-1), logits.logsumexp(dim=-1)))
         # p_c is 0 at the candidates without a credit token (the top token is never -1), so the boost

@@ -27,7 +27,7 @@ import torch
 from parallelbench.decoding import selection
 from parallelbench.decoding.op_kinds import constant, minus
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
-from parallelbench.decoding.view import Decision, StepView, row_max_chunks, rows_of
+from parallelbench.decoding.view import Decision, StepView, row_max_chunks
 
 
 @dataclass
@@ -100,9 +100,7 @@ class EditThreshold(Strategy):
         if r.numel():  # only the block's committed positions, and the softmax only where an edit is possible
             # (op kinds the loop runs anyway where that is exact: on the CPU the first op of a kind in a
             # step is what costs; every compared value is rounded as by the plain formulas)
-            logits = rows_of(view.logits, r, p)  # a copy: safe to edit
-            if logits.dtype != torch.float32:
-                logits = logits.float()
+            logits = view.logits_at(pool, r, p)  # a copy: safe to edit
             now = view.canvas.index_select(0, r).gather(1, p.view(-1, 1))  # [n, 1]: gathers the logit as it is
             mask_logit = None
             if 0 <= view.mask_id < logits.shape[-1]:

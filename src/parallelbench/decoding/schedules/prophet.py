@@ -35,7 +35,7 @@ def top2_gap(view: StepView, where: torch.Tensor) -> tuple[torch.Tensor, torch.T
     r, p = view.positions(where)
     if not r.numel():
         return torch.full(view.canvas.shape, float("inf"), device=view.device), top
-    logits = view.logits_at(where)  # our own copy: safe to edit
+    logits = view.logits_at(where, r, p)  # our own copy: safe to edit
     if 0 <= view.mask_id < logits.shape[-1]:
         logits.select(1, view.mask_id).fill_(float("-inf"))
     first, index = row_max(logits)
