@@ -261,10 +261,15 @@ def decode_block_causal(
         if n_done:
             blocks = [1 if x == gone else x for x in blocks]
         lowest = min(blocks)
-        win = [i for i, x in enumerate(blocks) if x == lowest]  # the rows of the next call
-        values = [n_done, lowest + n_blocks, min(host[1][i] for i in win), len(win)]
-        if counted:
-            values.append(sum(host[2][i] for i in win))
+        if lowest == max(blocks):  # every row in the window (or none left): the usual case, without a scan
+            values = [n_done, lowest + n_blocks, min(host[1]), len(blocks)]
+            if counted:
+                values.append(sum(host[2]))
+        else:
+            win = [i for i, x in enumerate(blocks) if x == lowest]
+            values = [n_done, lowest + n_blocks, min(host[1][i] for i in win), len(win)]
+            if counted:
+                values.append(sum(host[2][i] for i in win))
         if done is None and n_done:
             done = own == 0
         return values, done

@@ -40,8 +40,9 @@ def minus(a: torch.Tensor, b: torch.Tensor | float) -> torch.Tensor:
 def constant(value: float | int | bool, like: torch.Tensor) -> torch.Tensor:
     """A 0-dim tensor holding `value` with `like`'s dtype and device, made once and then reused:
     read it, never write into it."""
-    return cached(("constant", value, like.dtype, like.device),
-                  lambda: torch.full((), value, dtype=like.dtype, device=like.device))
+    key = ("constant", value, like.dtype, like.device)
+    found = _CACHE.get(key)  # (looked up here first: called many times a step, no closure made when found)
+    return found if found is not None else cached(key, lambda: torch.full((), value, dtype=like.dtype, device=like.device))
 
 
 def filled(value: float | int | bool, shape: torch.Size | tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
