@@ -68,8 +68,9 @@ class CreditDecoding(Strategy):
         cand = view.candidates
         top, p_top = view.x0, float32(view.confidence)
         token, credit = st["credit_token"], st["credit"]
-        decayed = credit * o.decay  # read at the candidates only
-        gain = p_top.clamp_min(1e-12) ** o.exponent
+        decayed = credit * constant(o.decay, credit)  # read at the candidates only
+        # clamp_min(1e-12) as a fill where 1e-12 > p (NaN kept), in the kinds this step runs anyway
+        gain = p_top.masked_fill(constant(1e-12, p_top) > p_top, 1e-12) ** o.exponent
         same = token == top
         replace = (cand > same) & (gain > decayed)
         torch.where(replace, top, token, out=token)
@@ -92,7 +93,7 @@ class CreditDecoding(Strategy):
             p_c[r, p] = torch.exp(minus(logits.gather(1, held_token).view(-1), logits.logsumexp(dim=-1)))
         # p_c is 0 at the candidates without a credit token (the top token is never -1), so the boost
         # needs no mask there
-        boosted = p_c * torch.exp(o.fusion * torch.log1p(credit))
+        boosted = p_c * torch.exp(torch.log1p(credit) * constant(o.fusion, credit))
         # 1 - p_c + boosted, at least 0.5 for p_c in [0, 1] (boosted >= p_c, as credit >= 0): no clamp
         z = minus(constant(1.0, p_c), p_c) + boosted
         pick_c = has > (other > boosted)  # has & boosted >= other (NaN: as ~(other > boosted))
