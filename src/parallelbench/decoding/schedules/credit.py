@@ -86,8 +86,9 @@ class CreditDecoding(Strategy):
         # there; outside them nothing below is read): one op, where masked_fill needed three
         p_c = minus(p_top, other)
         held = has > now_top  # credit held by a token that is not the top one now: rare
-        r, p = torch.nonzero(held).unbind(1)  # (nonzero(as_tuple=True) is a costlier kind of its own)
-        if r.numel():  # (index_select / gather / add rather than advanced indexing and sub: kinds the step runs)
+        found = torch.nonzero(held)  # (nonzero(as_tuple=True) is a costlier kind of its own)
+        if found.shape[0]:  # (index_select / gather / add rather than advanced indexing and sub: kinds the step runs)
+            r, p = found.unbind(1)  # (only here: most steps have no held slot)
             logits = view.logits_at(held, r, p)
             held_token = token.index_select(0, r).gather(1, p.view(-1, 1))
             p_c[r, p] = torch.exp(minus(logits.gather(1, held_token).view(-1), logits.logsumexp(dim=-1)))
@@ -99,7 +100,7 @@ class CreditDecoding(Strategy):
         pick_c = has > (other > boosted)  # has & boosted >= other (NaN: as ~(other > boosted))
         fused_p = torch.where(pick_c, boosted, other, out=other)
         # the credit token differs from the top one only at held slots: without any, the tokens are x0
-        tokens = torch.where(pick_c, token, top, out=top.clone()) if r.numel() else None
+        tokens = torch.where(pick_c, token, top, out=top.clone()) if found.shape[0] else None
         return tokens, fused_p / z
 
     def step(self, view: StepView) -> Decision:
