@@ -175,20 +175,23 @@ def test_confidence_bound_never_skips_a_possible_edit():
     assert math.isinf(EditThreshold(edit_rule="confidence", edit_threshold=1.0).min_lead())
 
 
+@pytest.mark.parametrize("vocab,gen_length", [(256, 16), (1024, 32)], ids=["256", "1024"])
 @pytest.mark.parametrize("rule", ["gain", "confidence"])
-def test_edit_fast_path_with_chunk_bounds_equals_the_plain_rule(rule):
-    """With a vocabulary the chunked arg-max splits (256 = 2 x 128), rows that cannot reach the
-    threshold are skipped by a bound on the normaliser; the edits are the plain rule's."""
+def test_edit_fast_path_with_chunk_bounds_equals_the_plain_rule(rule, vocab, gen_length):
+    """With a vocabulary the chunked arg-max splits (1,024 over more than 32 committed rows: 8
+    chunks of 128), rows that cannot reach the threshold are skipped by a bound on the normaliser;
+    the edits are the plain rule's (the 1,024 case fails with a bound too tight; 256 over at most
+    90 rows stays on the plain max)."""
     from edit_threshold_reference import MixerNet, PlainEditThreshold
 
     g = torch.Generator().manual_seed(2)
-    prompts = [torch.randint(2, 256, (8,), generator=g).tolist() for _ in range(6)]
+    prompts = [torch.randint(2, vocab, (8,), generator=g).tolist() for _ in range(6)]
     edits = 0
     for scale, threshold, edit in ((3.0, 0.3, 0.1), (6.0, 0.5, 0.3), (8.0, 0.7, 0.5), (4.0, 0.2, 0.05)):
         params = dict(threshold=threshold, edit_threshold=edit, edit_rule=rule)
-        net = MixerNet(256, seed=5, scale=scale)
-        fast = decode(net, prompts, gen_length=16, strategy=build_strategy("edit-threshold", **params))
-        plain = decode(net, prompts, gen_length=16, strategy=PlainEditThreshold(**params))
+        net = MixerNet(vocab, seed=5, scale=scale)
+        fast = decode(net, prompts, gen_length=gen_length, strategy=build_strategy("edit-threshold", **params))
+        plain = decode(net, prompts, gen_length=gen_length, strategy=PlainEditThreshold(**params))
         assert [r.tokens for r in fast] == [r.tokens for r in plain] and [r.nfe for r in fast] == [r.nfe for r in plain]
         edits += sum(r.extra["edits"] for r in fast)
     assert edits > 0
