@@ -140,12 +140,15 @@ def entropy_of(logits: torch.Tensor, probs: torch.Tensor, top: torch.Tensor, top
     that are never negative (no cancellation), computed with vectorised max / multiply / sum
     instead of the element-wise `entr` (several times slower on the CPU); equal to float rounding.
     Where a logit is -inf its probability is 0 and the term p (m - z) is 0 * inf = NaN: nansum
-    drops it (the same sum as with the term at 0)."""
+    drops it (the same sum as with the term at 0).
+
+    `logits` is overwritten (pass a copy of your own): the terms are computed in its storage, as a new
+    [N, V] temporary costs more than its arithmetic on the CPU right after the model's forward."""
     if top_logit is None:
         m = logits.amax(dim=-1, keepdim=True)
     else:  # [N] or [N, 1]
         m = top_logit if top_logit.dim() == 2 else top_logit.unsqueeze(-1)
-    weighted = minus(m, logits)  # one [N, V] temporary, reused in place (minus: a kind the step runs anyway)
+    weighted = torch.add(m, logits, alpha=-1, out=logits)  # m - z (minus's arithmetic) in logits' storage
     return minus(weighted.mul_(probs).nansum(dim=-1), top.log() * probs.sum(dim=-1))
 
 
@@ -452,7 +455,7 @@ class StepView:
             return torch.special.entr(self.probs).sum(dim=-1)  # -sum p ln p, with 0 ln 0 = 0
         probs, mask_p = self._flat_softmax
         value, index = self._flat_top1  # the largest entry besides the mask token, and where it is
-        logits = self._flat_logits
+        logits = self.logits_at(self.focus, *self._where)  # the view's copy, handed over: entropy_of overwrites it
         # [N, 1], as entropy_of uses it: the entries as lines of one column (index_select, a kind the
         # step runs; a gather would be one more)
         n, v = logits.shape
