@@ -186,6 +186,9 @@ class EntropyBounded(Strategy):
 
     def select(self, view: StepView, scores: torch.Tensor | None) -> torch.Tensor:
         if scores is None:  # ranked by entropy itself: one sort gives the count and the tokens
+            if view.focus is not None and view.focus is view.candidates:  # +inf off them: no masking op
+                entropy = view.entropy_at_focus(float("inf"))
+                return selection.entropy_bounded(entropy, view.candidates, self.options.gamma, inf_elsewhere=True)
             return selection.entropy_bounded(view.entropy, view.candidates, self.options.gamma)
         count = selection.entropy_bounded_count(view.entropy, view.candidates, self.options.gamma)
         return selection.top_k(scores, view.candidates, count)

@@ -453,6 +453,16 @@ class StepView:
         """[b, G] entropy of the predictive distribution in nats; 0 off focus."""
         if self.focus is None:
             return torch.special.entr(self.probs).sum(dim=-1)  # -sum p ln p, with 0 ln 0 = 0
+        return self.entropy_at_focus(0.0)
+
+    def entropy_at_focus(self, fill: float) -> torch.Tensor:
+        """[b, G] the entropy at the focus positions, `fill` elsewhere (a view with a focus only): a rule
+        that ranks the focus positions fills the others with what ranks them last, with no op of its own."""
+        return self._spread(self._flat_entropy, fill)
+
+    @cached_property
+    def _flat_entropy(self) -> torch.Tensor:
+        """[N] the entropy at the focus positions."""
         probs, mask_p = self._flat_softmax
         value, index = self._flat_top1  # the largest entry besides the mask token, and where it is
         logits = self.logits_at(self.focus, *self._where)  # the view's copy, handed over: entropy_of overwrites it
@@ -466,7 +476,7 @@ class StepView:
         else:  # the mask token may hold the largest logit
             top = torch.maximum(value, mask_p)  # (one new kind costs less than a stack and an amax twice)
             top_logit = torch.maximum(top_logit, logits[:, self.mask_id : self.mask_id + 1])
-        return self._spread(entropy_of(logits, probs, top, top_logit), 0.0)
+        return entropy_of(logits, probs, top, top_logit)
 
     def uniform(self, shape: tuple[int, ...]) -> torch.Tensor:
         """[b, *shape] uniforms in (0, 1) from each row's own stream (a fresh draw per call)."""
