@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import torch
 
 from parallelbench.decoding import selection
+from parallelbench.decoding.op_kinds import ramp
 from parallelbench.decoding.scores import SCORERS
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView
@@ -99,6 +100,15 @@ class MarginTopK(TopKStrategy):
 class EntropyTopK(TopKStrategy):
     description = "the k positions whose predicted distribution has the lowest entropy"
     scorer = "entropy"
+
+    def step(self, view: StepView) -> Decision:
+        if self.options.k == 1 and view.focus is not None and view.focus is view.candidates:
+            # one token: the least entropy, the leftmost on a tie (top_k's rule on -entropy), with +inf
+            # off the candidates: no negation and no masking op
+            entropy = view.entropy_at_focus(float("inf"))
+            slots = ramp(0, entropy.shape[1], torch.long, entropy.device)
+            return Decision(commit=(slots == entropy.argmin(dim=1, keepdim=True)) & view.candidates)
+        return super().step(view)
 
 
 @dataclass
