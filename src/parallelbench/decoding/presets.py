@@ -102,7 +102,7 @@ class EntropyTopK(TopKStrategy):
     scorer = "entropy"
 
     def step(self, view: StepView) -> Decision:
-        if self.options.k == 1 and view.focus is not None and view.focus is view.candidates:
+        if self.options.k == 1 and view.focus is view.candidates:
             # one token: the least entropy, the leftmost on a tie (top_k's rule on -entropy), with +inf
             # off the candidates: no negation and no masking op
             entropy = view.entropy_at_focus(float("inf"))
@@ -196,7 +196,7 @@ class EntropyBounded(Strategy):
 
     def select(self, view: StepView, scores: torch.Tensor | None) -> torch.Tensor:
         if scores is None:  # ranked by entropy itself: one sort gives the count and the tokens
-            if view.focus is not None and view.focus is view.candidates:  # +inf off them: no masking op
+            if view.focus is view.candidates:  # +inf off them: no masking op
                 entropy = view.entropy_at_focus(float("inf"))
                 return selection.entropy_bounded(entropy, view.candidates, self.options.gamma, inf_elsewhere=True)
             return selection.entropy_bounded(view.entropy, view.candidates, self.options.gamma)
