@@ -22,7 +22,6 @@ class PlainEditThreshold(EditThreshold):
         p_top, best = proposals.max(-1)
         quantity = p_top - p_now if o.edit_rule == "gain" else p_top
         edit = view.committed & view.in_block & (best != view.canvas) & (quantity > o.edit_threshold)
-        view.state["extra_edits"] = view.state["extra_edits"] + edit.sum(dim=1)
         return Decision(commit=commit, edit=edit, tokens=torch.where(edit, best, view.x0))
 
 

@@ -120,10 +120,16 @@ def test_prophet_threshold_is_staged_by_progress():
     assert run(model, "prophet", 3, gap_early=2.0).tokens_per_step == [3]
 
 
-def test_prophet_stage_on_integers_equals_the_float_progress():
+@pytest.mark.parametrize("table", [True, False], ids=["table", "rule"])
+def test_prophet_stage_on_integers_equals_the_float_progress(table, monkeypatch):
     """gap_threshold's integer rule against committed / editable in floats, over random rows (masks
-    within the editable slots), empty rows (progress 0: the early gap) and every third's edge."""
+    within the editable slots), empty rows (progress 0: the early gap) and every third's edge; looked
+    up in the table of every (masks, editable) pair, and computed (regions wider than the table)."""
+    from parallelbench.decoding.schedules import prophet
     from parallelbench.decoding.view import StepView
+
+    if not table:
+        monkeypatch.setattr(prophet, "STAGE_TABLE_UP_TO", 0)
 
     strategy = build_strategy("prophet", gap_early=7.0, gap_mid=5.0, gap_late=3.0)
     g = torch.Generator().manual_seed(5)

@@ -68,8 +68,9 @@ class CreditDecoding(Strategy):
         cand = view.candidates
         top, p_top = view.x0, float32(view.confidence)
         token, credit = st["credit_token"], st["credit"]
-        decayed = credit * o.decay  # read at the candidates only
-        gain = p_top.clamp_min(1e-12) ** o.exponent
+        decayed = credit * constant(o.decay, credit)  # read at the candidates only
+        # clamp_min(1e-12) as a fill where 1e-12 > p (NaN kept), in the kinds this step runs anyway
+        gain = p_top.masked_fill(constant(1e-12, p_top) > p_top, 1e-12) ** o.exponent
         same = token == top
         replace = (cand > same) & (gain > decayed)
         torch.where(replace, top, token, out=token)
@@ -85,20 +86,21 @@ class CreditDecoding(Strategy):
         # there; outside them nothing below is read): one op, where masked_fill needed three
         p_c = minus(p_top, other)
         held = has > now_top  # credit held by a token that is not the top one now: rare
-        r, p = torch.nonzero(held).unbind(1)  # (nonzero(as_tuple=True) is a costlier kind of its own)
-        if r.numel():  # (index_select / gather / add rather than advanced indexing and sub: kinds the step runs)
+        found = torch.nonzero(held)  # (nonzero(as_tuple=True) is a costlier kind of its own)
+        if found.shape[0]:  # (index_select / gather / add rather than advanced indexing and sub: kinds the step runs)
+            r, p = found.unbind(1)  # (only here: most steps have no held slot)
             logits = view.logits_at(held, r, p)
             held_token = token.index_select(0, r).gather(1, p.view(-1, 1))
             p_c[r, p] = torch.exp(minus(logits.gather(1, held_token).view(-1), logits.logsumexp(dim=-1)))
         # p_c is 0 at the candidates without a credit token (the top token is never -1), so the boost
         # needs no mask there
-        boosted = p_c * torch.exp(o.fusion * torch.log1p(credit))
+        boosted = p_c * torch.exp(torch.log1p(credit) * constant(o.fusion, credit))
         # 1 - p_c + boosted, at least 0.5 for p_c in [0, 1] (boosted >= p_c, as credit >= 0): no clamp
         z = minus(constant(1.0, p_c), p_c) + boosted
         pick_c = has > (other > boosted)  # has & boosted >= other (NaN: as ~(other > boosted))
         fused_p = torch.where(pick_c, boosted, other, out=other)
         # the credit token differs from the top one only at held slots: without any, the tokens are x0
-        tokens = torch.where(pick_c, token, top, out=top.clone()) if r.numel() else None
+        tokens = torch.where(pick_c, token, top, out=top.clone()) if found.shape[0] else None
         return tokens, fused_p / z
 
     def step(self, view: StepView) -> Decision:

@@ -14,7 +14,8 @@ commit masked positions; with `post_steps=M` a block whose last mask was just fi
 stays active for up to M edit-only steps (model calls that only edit), ending after
 the first one that edits nothing (LLaDA 2.1's `max_post_steps`). A row ends when
 nothing is masked and no block is held. `DecodeResult.extra["edits"]` counts the
-rewrites, `extra["post_steps"]` the edit-only steps.
+rewrites (the engine's repair record, which every strategy that declares `rewrites`
+keeps), `extra["post_steps"]` the edit-only steps.
 """
 
 from __future__ import annotations
@@ -25,9 +26,18 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding import selection
-from parallelbench.decoding.op_kinds import constant, minus
+from parallelbench.decoding.op_kinds import constant, minus, ramp
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView, row_max_chunks
+
+
+def _entries(x: torch.Tensor, r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """x[r, p] for x [b, G] whose last dimension is contiguous (a block's columns of the canvas):
+    one index_select over its storage, in op kinds the step runs anyway (a gather is a kind of its own)."""
+    s0, s1 = x.stride()
+    if s1 != 1 or x.shape[0] == 0:
+        return x[r, p]
+    return x.as_strided(((x.shape[0] - 1) * s0 + x.shape[1],), (1,)).index_select(0, torch.add(p, r, alpha=s0))
 
 
 @dataclass
@@ -68,11 +78,11 @@ class EditThreshold(Strategy):
         return 8 * gen_length + 64 + self.options.post_steps * gen_length  # at most one held block per position
 
     def init_state(self, batch_size: int, gen_length: int, device: torch.device) -> dict[str, torch.Tensor]:
+        # no edit counter of our own: extra["edits"] is the repair record's, which counts the same rewrites
+        if not self.options.post_steps:
+            return {}
         zeros = torch.zeros(batch_size, dtype=torch.long, device=device)
-        state = {"extra_edits": zeros}
-        if self.options.post_steps:
-            state.update(extra_post_steps=zeros.clone(), post_used=zeros.clone())
-        return state
+        return {"extra_post_steps": zeros, "post_used": zeros.clone()}
 
     def min_lead(self) -> float:
         """The least logit lead of the top token over the committed one for which an edit is
@@ -101,18 +111,19 @@ class EditThreshold(Strategy):
             # (op kinds the loop runs anyway where that is exact: on the CPU the first op of a kind in a
             # step is what costs; every compared value is rounded as by the plain formulas)
             logits = view.logits_at(pool, r, p)  # a copy: safe to edit
-            now = view.canvas.index_select(0, r).gather(1, p.view(-1, 1))  # [n, 1]: gathers the logit as it is
+            now = _entries(view.canvas, r, p)  # [n] the committed tokens
             mask_logit = None
             if 0 <= view.mask_id < logits.shape[-1]:
                 column = logits.select(1, view.mask_id)
                 mask_logit = column.clone()  # still part of the softmax's normaliser
                 column.fill_(float("-inf"))  # the mask token is never proposed
             best_logit, best, chunk_max = row_max_chunks(logits)
-            now_logit = logits.gather(1, now).view(-1)
+            n, v = logits.shape
+            now_logit = logits.view(-1).index_select(0, torch.add(now, ramp(0, n, torch.long, now.device), alpha=v))
             lead = minus(best_logit, now_logit)
             min_lead = self.min_lead()
             # a lead above min_lead >= 0 already means another top token (same token: a lead of 0, or NaN)
-            possible = lead > min_lead if min_lead >= 0.0 else ~(best == now.view(-1)) & (lead > min_lead)
+            possible = lead > min_lead if min_lead >= 0.0 else ~(best == now) & (lead > min_lead)
             if chunk_max is not None and o.edit_threshold > 0.0:
                 # either rule needs p(top) > E, and p(top) <= 1 / (1 + sum of exp(m_c - top)) over the
                 # maxima m_c of the chunks other than the top's: distinct entries of the normaliser;
@@ -137,8 +148,6 @@ class EditThreshold(Strategy):
                 # the loops read tokens only where they commit (masked slots: x0) or edit (here: best)
                 tokens = view.x0.clone()
                 tokens[r, p] = best
-                st = view.state
-                st["extra_edits"] = st["extra_edits"] + edit.sum(dim=1)
         hold = None
         if o.post_steps:
             st = view.state

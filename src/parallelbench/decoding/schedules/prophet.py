@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding.presets import TopKOptions, TopKStrategy
-from parallelbench.decoding.op_kinds import constant, filled, minus, ramp
+from parallelbench.decoding.op_kinds import cached, constant, filled, minus, ramp
 from parallelbench.decoding.strategy import option_error, register_strategy
-from parallelbench.decoding.view import Decision, StepView, row_max
+from parallelbench.decoding.view import Decision, StepView, chunk_width, row_max, winning_chunk
 
 
 @dataclass
@@ -26,6 +26,43 @@ class ProphetOptions(TopKOptions):
     gap_early: float = 7.5  # logit gap required while less than 1/3 of the generation is committed
     gap_mid: float = 5.0  # ... from 1/3 to 2/3
     gap_late: float = 2.5  # ... after 2/3
+
+
+# Region widths up to which gap_threshold looks the stage up in a table of (width + 1)^2 entries
+# (a million bytes at 512); wider regions compute it.
+STAGE_TABLE_UP_TO = 512
+
+
+def _stage_of(left: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+    """The stage index (0 late, 1 mid, 2 early: the thirds of progress not yet passed) of rows with
+    `left` masks among `total` editable slots. progress < k/3 is decided on integers as
+    3 * left > (3 - k) * total: the same answer as the float division for any region under a
+    million slots. An empty row has passed no third."""
+    left3 = (left * 3).masked_fill(total == 0, 1)
+    return (left3 > torch.stack([total * 2, total])).sum(dim=0)
+
+
+def _top2(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(top-1 value, its index, top-2 value) of each row of [N, V] (edited): row_max's maximum and
+    index, and the largest entry once that index is set aside. With row_max's chunks, the second is
+    the largest of the other chunks' maxima and the rest of the winning chunk: no second pass over
+    the vocabulary. Written with index_put_ rather than scatter_ (view.row_top2): op kinds the step
+    runs anyway, and cached ramps and constants (decoding/op_kinds.py)."""
+    n, v = logits.shape
+    rows = ramp(0, n, torch.long, logits.device)
+    never = constant(float("-inf"), logits)
+    chunk = chunk_width(logits)
+    if chunk is None:
+        first, index = row_max(logits)
+        logits.index_put_((rows, index), never)
+        return first, index, logits.amax(dim=-1)
+    blocks = logits.view(n, v // chunk, chunk)
+    chunk_max = blocks.amax(dim=-1)
+    first, block = chunk_max.max(dim=-1)  # the first chunk holding the maximum
+    winner = winning_chunk(blocks, block)  # a copy
+    inner = winner.argmax(dim=-1)
+    chunk_max.index_put_((rows, block), winner.index_put_((rows, inner), never).amax(dim=-1))
+    return first, torch.add(inner, block, alpha=chunk), chunk_max.amax(dim=-1)
 
 
 def top2_gap(view: StepView, where: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -38,10 +75,7 @@ def top2_gap(view: StepView, where: torch.Tensor) -> tuple[torch.Tensor, torch.T
     logits = view.logits_at(where, r, p)  # our own copy: safe to edit
     if 0 <= view.mask_id < logits.shape[-1]:
         logits.select(1, view.mask_id).fill_(float("-inf"))
-    first, index = row_max(logits)
-    # (op kinds the loop runs anyway where that is exact, cached ramps and constants: decoding/op_kinds.py)
-    logits.index_put_((ramp(0, index.shape[0], torch.long, index.device), index), constant(float("-inf"), logits))
-    second = logits.amax(dim=-1)
+    first, index, second = _top2(logits)
     gap = filled(float("inf"), view.canvas.shape, logits)
     # NaN where both are -inf (or +inf): below every threshold, as the gap of 0 it stands for
     # (amin keeps a NaN and NaN > t is False)
@@ -65,22 +99,31 @@ class Prophet(TopKStrategy):
 
     def gap_threshold(self, view: StepView) -> torch.Tensor:
         """[b] the threshold at each row's progress (committed / editable, an empty row at 0).
-        Masks are always editable, so committed = editable - masked, and progress < k/3 is decided
-        on integers as 3 * masked > (3 - k) * editable: the same answer as the float division for
-        any region under a million slots, in op kinds the step runs anyway (no committed mask)."""
-        total = view.editable.sum(dim=1)
-        left3 = (view.masked.sum(dim=1) * 3).masked_fill(total == 0, 1)  # an empty row: no third passed
-        ahead = (left3 > torch.stack([total * 2, total])).sum(dim=0)  # thirds not passed: 0, 1 or 2
-        return self._stages_late_first(view.device).index_select(0, ahead)
+        Masks are always editable, so committed = editable - masked: the threshold is a function of
+        the two counts, looked up in a table made once per region width (`_stage_of` on every pair)
+        with one index: four ops a step in kinds the step runs anyway, where the rule itself is ten."""
+        g = view.gen_length
+        total, left = view.editable.sum(dim=1), view.masked.sum(dim=1)
+        if g > STAGE_TABLE_UP_TO:  # a table of (g + 1)^2 entries would be large: the rule itself
+            return self._stages_late_first(view.device).index_select(0, _stage_of(left, total))
+        table = cached(("prophet-stages", g, self._gaps(), view.device), lambda: self._stage_table(g, view.device))
+        return table.index_select(0, torch.add(total, left, alpha=g + 1))  # entry left * (g + 1) + total
+
+    def _stage_table(self, g: int, device: torch.device) -> torch.Tensor:
+        """[(g + 1)^2] float32: the threshold for `left` masks among `total` editable slots at
+        left * (g + 1) + total."""
+        counts = torch.arange(g + 1, device=device)
+        left, total = counts.repeat_interleave(g + 1), counts.repeat(g + 1)
+        return self._stages_late_first(device).index_select(0, _stage_of(left, total))
+
+    def _gaps(self) -> tuple[float, float, float]:
+        o = self.options
+        return o.gap_late, o.gap_mid, o.gap_early
 
     def _stages_late_first(self, device: torch.device) -> torch.Tensor:
         """[3] float32 (gap_late, gap_mid, gap_early), made once per device."""
-        o = self.options
-        key = (device, o.gap_early, o.gap_mid, o.gap_late)
-        cache = self.__dict__.setdefault("_stage_gaps", {})
-        if key not in cache:
-            cache[key] = torch.tensor([o.gap_late, o.gap_mid, o.gap_early], dtype=torch.float32, device=device)
-        return cache[key]
+        gaps = self._gaps()
+        return cached(("prophet-gaps", gaps, device), lambda: torch.tensor(gaps, dtype=torch.float32, device=device))
 
     def step(self, view: StepView) -> Decision:
         thr = self.gap_threshold(view)
@@ -100,10 +143,10 @@ class Prophet(TopKStrategy):
                 settled = settled & (gap.amin(dim=1) > thr)
         early = settled.unsqueeze(1)
         view.state["extra_early_commit"] = view.state["extra_early_commit"] + settled
-        # an early commit writes every masked position's top token. base is within the candidates,
-        # hence within the masks: where(early, masked, base) as masked_fill / and, and the tokens
-        # written into top itself (where with out=: the op kinds the loop runs anyway)
-        commit = base.masked_fill(early, True) & view.masked
+        # an early commit writes every masked position's top token: where(early, masked, base), into
+        # base (the selection's own new tensor), and the tokens into top itself (where with out=: the
+        # op kinds the loop runs anyway)
+        commit = torch.where(early, view.masked, base, out=base)
         return Decision(commit=commit, tokens=torch.where(early, top, x0, out=top))
 
     def init_state(self, batch_size: int, gen_length: int, device: torch.device) -> dict[str, torch.Tensor]:
