@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_decoding_models import EOS, MASK, TableModel, entropy_of, peaked
+from test_decoding_models import EOS, MASK, TableModel, TinyNet, entropy_of, peaked
 
 from parallelbench.decoding import build_strategy, decode, selection
 
@@ -130,6 +130,22 @@ def test_margin_and_entropy_can_disagree_with_confidence():
     ent = run([p0, p1], build_strategy("entropy-topk"))
     assert ent.order == [0, 1]  # p0 has the lower entropy
     assert entropy_of(p0) < entropy_of(p1)
+
+
+def test_entropy_topk_one_token_matches_the_general_rule():
+    # k = 1 takes the least entropy directly; top_k over -entropy (the general path) must agree,
+    # ties (the leftmost first) and several rows included
+    from parallelbench.decoding.presets import EntropyTopK
+    from parallelbench.decoding.strategy import Strategy
+
+    class General(EntropyTopK):
+        step = Strategy.step
+
+    tied = TableModel([peaked(V, 2, 0.6), peaked(V, 3, 0.9), peaked(V, 4, 0.6), peaked(V, 5, 0.9)])
+    for model, prompts, gen in ((tied, [[3]], 4), (TinyNet(), [[3], [5, 6, 7]], 12)):
+        fast = decode(model, prompts, gen_length=gen, strategy=EntropyTopK())
+        general = decode(model, prompts, gen_length=gen, strategy=General())
+        assert [(r.tokens, r.order) for r in fast] == [(r.tokens, r.order) for r in general]
 
 
 def test_klass_waits_for_stability_then_commits_confident_tokens():

@@ -95,6 +95,23 @@ def test_rcr_without_better_candidates_never_remasks():
     assert "remasked" not in r.extra and r.tokens_per_step == [2, 2]
 
 
+def test_rcr_ranks_pairwise_exactly_as_top_k():
+    # rcr's pairwise ranks against the sort of selection.top_k: ties (the leftmost first), -inf
+    # scores, rows without candidates, k from 0 to past the row's width
+    from parallelbench.decoding import selection
+    from parallelbench.decoding.remasking import top_by_rank
+
+    g = torch.Generator().manual_seed(0)
+    for trial in range(400):
+        b, width = int(torch.randint(1, 6, (1,), generator=g)), int(torch.randint(1, 40, (1,), generator=g))
+        scores = torch.randint(0, 4, (b, width), generator=g).float() / 3
+        if trial % 3 == 0:
+            scores[torch.rand(b, width, generator=g) < 0.2] = float("-inf")
+        candidates = torch.rand(b, width, generator=g) < 0.7
+        k = torch.randint(0, width + 2, (b,), generator=g)
+        assert torch.equal(top_by_rank(scores, candidates, k), selection.top_k(scores, candidates, k))
+
+
 def wino_script(gen):
     head_done = gen[0] != MASK and gen[1] != MASK
     tail = 0.8 if head_done else 0.2

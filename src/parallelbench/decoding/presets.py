@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import torch
 
 from parallelbench.decoding import selection
+from parallelbench.decoding.op_kinds import ramp
 from parallelbench.decoding.scores import SCORERS
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView
@@ -100,6 +101,15 @@ class EntropyTopK(TopKStrategy):
     description = "the k positions whose predicted distribution has the lowest entropy"
     scorer = "entropy"
 
+    def step(self, view: StepView) -> Decision:
+        if self.options.k == 1 and view.focus is view.candidates:
+            # one token: the least entropy, the leftmost on a tie (top_k's rule on -entropy), with +inf
+            # off the candidates: no negation and no masking op
+            entropy = view.entropy_at_focus(float("inf"))
+            slots = ramp(0, entropy.shape[1], torch.long, entropy.device)
+            return Decision(commit=(slots == entropy.argmin(dim=1, keepdim=True)) & view.candidates)
+        return super().step(view)
+
 
 @dataclass
 class ThresholdOptions(DecodeOptions):
@@ -186,6 +196,9 @@ class EntropyBounded(Strategy):
 
     def select(self, view: StepView, scores: torch.Tensor | None) -> torch.Tensor:
         if scores is None:  # ranked by entropy itself: one sort gives the count and the tokens
+            if view.focus is view.candidates:  # +inf off them: no masking op
+                entropy = view.entropy_at_focus(float("inf"))
+                return selection.entropy_bounded(entropy, view.candidates, self.options.gamma, inf_elsewhere=True)
             return selection.entropy_bounded(view.entropy, view.candidates, self.options.gamma)
         count = selection.entropy_bounded_count(view.entropy, view.candidates, self.options.gamma)
         return selection.top_k(scores, view.candidates, count)

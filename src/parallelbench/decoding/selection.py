@@ -113,29 +113,42 @@ def entropy_bounded_count(entropy: torch.Tensor, candidates: torch.Tensor, gamma
 
 
 def entropy_bounded(
-    entropy: torch.Tensor, candidates: torch.Tensor, gamma: float, scores: torch.Tensor | None = None
+    entropy: torch.Tensor, candidates: torch.Tensor, gamma: float, scores: torch.Tensor | None = None,
+    inf_elsewhere: bool = False,
 ) -> torch.Tensor:
     """Commit that many tokens; ranked by `scores` (default: lowest entropy first).
 
     Ranked by entropy, the tokens are the first `count` of the very sort that finds the count
     (ascending, stable: the same order as top_k on -entropy). Entropies are never negative, so
     the sums along the sort never decrease and the admissible slots are exactly those whose
-    predecessors sum to at most gamma (slot 0 always): no count, no prefix run."""
+    predecessors sum to at most gamma (slot 0 always): no count, no prefix run. `inf_elsewhere`:
+    the entropy is already +inf off the candidates (where they sort last), so it is not masked here."""
     if scores is not None:
         return top_k(scores, candidates, entropy_bounded_count(entropy, candidates, gamma))
+    if not inf_elsewhere:
+        entropy = entropy.masked_fill(~candidates, float("inf"))
     # sorted in their own dtype (the order in float64 too: the conversion is exact), summed in float64
-    h, order = torch.sort(entropy.masked_fill(~candidates, float("inf")), dim=1, stable=True)
-    within = torch.cumsum(h, dim=1, dtype=torch.float64) <= gamma  # slot i: the first i + 1 entropies
-    # slot i + 1 is admitted by within[i], slot 0 always: within's last entry (the sum of all, not
-    # needed) stands for slot 0, so one scatter through the order rotated by one slot puts them back
-    if within.shape[1]:
-        within.select(1, -1).fill_(True)
-    return _unsort(within, order.index_select(1, _next_slot(order.shape[1], order.device)), candidates)
+    h, order = torch.sort(entropy, dim=1, stable=True)
+    # slot i + 1 is admitted by within[i] (the first i + 1 entropies sum to at most gamma), slot 0
+    # always: within's last entry (the sum of all, not needed) stands for slot 0, compared with +inf
+    # (True: the sums are never NaN), so one scatter through the order rotated by one slot puts them back
+    width = h.shape[1]
+    within = torch.cumsum(h, dim=1, dtype=torch.float64) <= _budgets(gamma, width, h.device)
+    return _unsort(within, order.index_select(1, _next_slot(width, order.device)), candidates)
 
 
 def _next_slot(width: int, device: torch.device) -> torch.Tensor:
     """[width] long (1, 2, ..., width - 1, 0), made once per (width, device): read it, never write."""
     return cached(("next_slot", width, device), lambda: torch.arange(1, width + 1, device=device) % width)
+
+
+def _budgets(gamma: float, width: int, device: torch.device) -> torch.Tensor:
+    """[width] float64 (gamma, ..., gamma, +inf), made once per (gamma, width, device): read it, never write."""
+    def make() -> torch.Tensor:
+        budgets = torch.full((width,), float(gamma), dtype=torch.float64, device=device)
+        budgets[width - 1 :] = float("inf")
+        return budgets
+    return cached(("budgets", gamma, width, device), make)
 
 
 def steps_schedule_k(remaining: torch.Tensor, steps_left: torch.Tensor) -> torch.Tensor:

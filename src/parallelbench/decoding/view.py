@@ -140,12 +140,15 @@ def entropy_of(logits: torch.Tensor, probs: torch.Tensor, top: torch.Tensor, top
     that are never negative (no cancellation), computed with vectorised max / multiply / sum
     instead of the element-wise `entr` (several times slower on the CPU); equal to float rounding.
     Where a logit is -inf its probability is 0 and the term p (m - z) is 0 * inf = NaN: nansum
-    drops it (the same sum as with the term at 0)."""
+    drops it (the same sum as with the term at 0).
+
+    `logits` is overwritten (pass a copy of your own): the terms are computed in its storage, as a new
+    [N, V] temporary costs more than its arithmetic on the CPU right after the model's forward."""
     if top_logit is None:
         m = logits.amax(dim=-1, keepdim=True)
     else:  # [N] or [N, 1]
         m = top_logit if top_logit.dim() == 2 else top_logit.unsqueeze(-1)
-    weighted = minus(m, logits)  # one [N, V] temporary, reused in place (minus: a kind the step runs anyway)
+    weighted = torch.add(m, logits, alpha=-1, out=logits)  # m - z (minus's arithmetic) in logits' storage
     return minus(weighted.mul_(probs).nansum(dim=-1), top.log() * probs.sum(dim=-1))
 
 
@@ -450,9 +453,19 @@ class StepView:
         """[b, G] entropy of the predictive distribution in nats; 0 off focus."""
         if self.focus is None:
             return torch.special.entr(self.probs).sum(dim=-1)  # -sum p ln p, with 0 ln 0 = 0
+        return self.entropy_at_focus(0.0)
+
+    def entropy_at_focus(self, fill: float) -> torch.Tensor:
+        """[b, G] the entropy at the focus positions, `fill` elsewhere (a view with a focus only): a rule
+        that ranks the focus positions fills the others with what ranks them last, with no op of its own."""
+        return self._spread(self._flat_entropy, fill)
+
+    @cached_property
+    def _flat_entropy(self) -> torch.Tensor:
+        """[N] the entropy at the focus positions."""
         probs, mask_p = self._flat_softmax
         value, index = self._flat_top1  # the largest entry besides the mask token, and where it is
-        logits = self._flat_logits
+        logits = self.logits_at(self.focus, *self._where)  # the view's copy, handed over: entropy_of overwrites it
         # [N, 1], as entropy_of uses it: the entries as lines of one column (index_select, a kind the
         # step runs; a gather would be one more)
         n, v = logits.shape
@@ -463,7 +476,7 @@ class StepView:
         else:  # the mask token may hold the largest logit
             top = torch.maximum(value, mask_p)  # (one new kind costs less than a stack and an amax twice)
             top_logit = torch.maximum(top_logit, logits[:, self.mask_id : self.mask_id + 1])
-        return self._spread(entropy_of(logits, probs, top, top_logit), 0.0)
+        return entropy_of(logits, probs, top, top_logit)
 
     def uniform(self, shape: tuple[int, ...]) -> torch.Tensor:
         """[b, *shape] uniforms in (0, 1) from each row's own stream (a fresh draw per call)."""
