@@ -175,14 +175,20 @@ def test_confidence_bound_never_skips_a_possible_edit():
     assert math.isinf(EditThreshold(edit_rule="confidence", edit_threshold=1.0).min_lead())
 
 
+@pytest.mark.parametrize("path", ["bounded", "block"])
 @pytest.mark.parametrize("vocab,gen_length", [(256, 16), (1024, 32)], ids=["256", "1024"])
 @pytest.mark.parametrize("rule", ["gain", "confidence"])
-def test_edit_fast_path_with_chunk_bounds_equals_the_plain_rule(rule, vocab, gen_length):
-    """With a vocabulary the chunked arg-max splits (1,024 over more than 32 committed rows: 8
-    chunks of 128), rows that cannot reach the threshold are skipped by a bound on the normaliser;
-    the edits are the plain rule's (the 1,024 case fails with a bound too tight; 256 over at most
-    90 rows stays on the plain max)."""
+def test_edit_fast_path_with_chunk_bounds_equals_the_plain_rule(rule, vocab, gen_length, path, monkeypatch):
+    """Both greedy paths give the plain rule's edits. The bounded one: with a vocabulary the chunked
+    arg-max splits (1,024 over more than 32 committed rows: 8 chunks of 128), rows that cannot reach
+    the threshold are skipped by a bound on the normaliser (the 1,024 case fails with a bound too
+    tight; 256 over at most 90 rows stays on the plain max). The block one: one softmax over the
+    block (a view of one block within DENSE_UP_TO logits on the CPU)."""
     from edit_threshold_reference import MixerNet, PlainEditThreshold
+
+    from parallelbench.decoding.schedules import edit_threshold
+
+    monkeypatch.setattr(edit_threshold, "DENSE_UP_TO", 0 if path == "bounded" else 1 << 40)
 
     g = torch.Generator().manual_seed(2)
     prompts = [torch.randint(2, vocab, (8,), generator=g).tolist() for _ in range(6)]

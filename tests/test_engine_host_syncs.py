@@ -103,3 +103,18 @@ def test_prophet_reads_once_per_step_without_masks_outside_the_block(cache):
     are some: one read per step on the block-causal loop and on the canvas loop with one block."""
     _check(ToyBlockNet(vocab=40, cache_mode=cache, default_block_length=4), build_strategy("prophet", block_length=4))
     _check(TinyNet(), build_strategy("prophet"))
+
+
+@pytest.mark.parametrize("cache", ["none", "block"])
+def test_greedy_edit_threshold_over_one_block_reads_once_per_step(cache):
+    """edit-threshold's block pass (greedy, a view of one block): one softmax over the block instead of
+    searching its committed slots, so one read per step on the block-causal loop and on the canvas loop
+    with one block; with blocks on the canvas loop (or sampling) it searches them (docs/strategies.md)."""
+    params = dict(threshold=0.5, edit_threshold=0.1)
+    _check(ToyBlockNet(vocab=40, cache_mode=cache, default_block_length=4),
+           build_strategy("edit-threshold", block_length=4, **params))
+    _check(TinyNet(), build_strategy("edit-threshold", **params))
+    model = TinyNet()
+    with count_host_syncs(model) as syncs:
+        decode(model, PROMPTS, gen_length=16, strategy=build_strategy("edit-threshold", block_length=4, **params))
+    assert syncs.outside > syncs.calls + SET_UP  # the bounded path's nonzero: the check above can fail

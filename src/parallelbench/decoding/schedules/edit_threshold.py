@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding import selection
-from parallelbench.decoding.op_kinds import constant, minus, ramp
+from parallelbench.decoding.op_kinds import constant, float32, minus, ramp
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
-from parallelbench.decoding.view import Decision, StepView, row_max_chunks
+from parallelbench.decoding.view import Decision, StepView, row_max, row_max_chunks
 
 
 def _entries(x: torch.Tensor, r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
@@ -38,6 +38,14 @@ def _entries(x: torch.Tensor, r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     if s1 != 1 or x.shape[0] == 0:
         return x[r, p]
     return x.as_strided(((x.shape[0] - 1) * s0 + x.shape[1],), (1,)).index_select(0, torch.add(p, r, alpha=s0))
+
+
+# Up to this many logits in the step's view (4 MB of float32), a greedy step over one block takes one
+# softmax over the whole block on the CPU (`_block_step`): about 20% less engine time than finding the
+# committed slots and bounding their normaliser, measured at vocabularies of 4,096-16,384 with batch 8;
+# at 2 million logits and above the softmax over every committed slot costs more (+13% at 32,768 with
+# blocks of 8, +94% with one block of 32). On a GPU always: it reads nothing on the host.
+DENSE_UP_TO = 1 << 20
 
 
 @dataclass
@@ -96,6 +104,8 @@ class EditThreshold(Strategy):
         return math.log(e / (1.0 - e)) if e > 0.0 else -math.inf
 
     def step(self, view: StepView) -> Decision:
+        if self._dense(view):
+            return self._block_step(view)
         o = self.options
         if o.min_k == 1:
             commit = selection.threshold(view.decision_confidence, view.candidates, o.threshold, view.confidence)
@@ -148,6 +158,43 @@ class EditThreshold(Strategy):
                 # the loops read tokens only where they commit (masked slots: x0) or edit (here: best)
                 tokens = view.x0.clone()
                 tokens[r, p] = best
+        return Decision(commit=commit, edit=edit, tokens=tokens, hold=self._hold(view, commit, edit))
+
+    @staticmethod
+    def _dense(view: StepView) -> bool:
+        """Whether the step takes `_block_step`: greedy, on a view that is one block, deciding on the
+        confidence itself (no noise-free one), within DENSE_UP_TO logits on the CPU."""
+        return (view.temperature <= 0 and view.gen_length == view.block_length
+                and view.aux.get("noise_free_confidence") is None
+                and (not view.logits.is_cpu or view.logits.numel() <= DENSE_UP_TO))
+
+    def _block_step(self, view: StepView) -> Decision:
+        """A greedy step over a view that is one block (the block-causal loop's; the canvas loop's
+        with one block): one softmax over every slot of the block gives the commits' tokens and
+        confidences (as the view computes them at the candidates) and the edit rule's probabilities
+        as written (p(top) and p(committed) from the softmax, LLaDA 2.1's plain rule): no search for
+        the committed slots, no second pass over their logits, nothing read on the host."""
+        o = self.options
+        b, g, v = view.logits.shape
+        probs = torch.softmax(float32(view.logits), dim=-1)  # [b, G, V], the mask token in the normaliser
+        if 0 <= view.mask_id < v:
+            probs.select(2, view.mask_id).fill_(0.0)  # never proposed (committed tokens are never the mask)
+        top, best = row_max(probs.view(b * g, v))
+        top, best = top.view(b, g), best.view(b, g)
+        if o.min_k == 1:
+            commit = selection.threshold(top, view.candidates, o.threshold)
+        else:
+            commit = selection.threshold_at_least(top, view.candidates, o.threshold, o.min_k)
+        quantity = top
+        if o.edit_rule == "gain":
+            quantity = minus(top, probs.gather(2, view.canvas.unsqueeze(2)).squeeze(2))
+        edit = view.in_active_block(view.committed) & (best != view.canvas) & (quantity > o.edit_threshold)
+        # tokens are read where the step commits (masked slots: their x0) or edits (committed ones: best)
+        return Decision(commit=commit, edit=edit, tokens=best, confidence=top, hold=self._hold(view, commit, edit))
+
+    def _hold(self, view: StepView, commit: torch.Tensor, edit: torch.Tensor | None) -> torch.Tensor | None:
+        """[b] rows whose block stays active for an edit-only step (post_steps), else None."""
+        o = self.options
         hold = None
         if o.post_steps:
             st = view.state
@@ -159,4 +206,4 @@ class EditThreshold(Strategy):
             st["post_used"] = used
             st["extra_post_steps"] = st["extra_post_steps"] + post.long()
             hold = fills_last if edit is None else fills_last | (post & edit.any(dim=1) & (used < o.post_steps))
-        return Decision(commit=commit, edit=edit, tokens=tokens, hold=hold)
+        return hold
