@@ -183,7 +183,7 @@ def test_edit_fast_path_with_chunk_bounds_equals_the_plain_rule(rule, vocab, gen
     arg-max splits (1,024 over more than 32 committed rows: 8 chunks of 128), rows that cannot reach
     the threshold are skipped by a bound on the normaliser (the 1,024 case fails with a bound too
     tight; 256 over at most 90 rows stays on the plain max). The block one: one softmax over the
-    block (a view of one block within DENSE_UP_TO logits on the CPU)."""
+    block (a view of one block within DENSE_UP_TO logits)."""
     from edit_threshold_reference import MixerNet, PlainEditThreshold
 
     from parallelbench.decoding.schedules import edit_threshold

@@ -41,10 +41,11 @@ def _entries(x: torch.Tensor, r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
 
 
 # Up to this many logits in the step's view (4 MB of float32), a greedy step over one block takes one
-# softmax over the whole block on the CPU (`_block_step`): about 20% less engine time than finding the
-# committed slots and bounding their normaliser, measured at vocabularies of 4,096-16,384 with batch 8;
-# at 2 million logits and above the softmax over every committed slot costs more (+13% at 32,768 with
-# blocks of 8, +94% with one block of 32). On a GPU always: it reads nothing on the host.
+# softmax over the whole block on the CPU (`_block_step`): 13-28% less engine time than finding the
+# committed slots and bounding their normaliser, while from 2^21 logits on the softmax over every
+# committed slot costs 3-138% more (benchmarks/bench_edit_block_pass.py, batch 8, vocabularies of
+# 4,096-32,768). The same bound holds on every device (a GPU was not measured; there the block pass
+# would also save the bounded path's two host reads a step, at twice its memory for the softmax).
 DENSE_UP_TO = 1 << 20
 
 
@@ -163,10 +164,9 @@ class EditThreshold(Strategy):
     @staticmethod
     def _dense(view: StepView) -> bool:
         """Whether the step takes `_block_step`: greedy, on a view that is one block, deciding on the
-        confidence itself (no noise-free one), within DENSE_UP_TO logits on the CPU."""
+        confidence itself (no noise-free one), within DENSE_UP_TO logits."""
         return (view.temperature <= 0 and view.gen_length == view.block_length
-                and view.aux.get("noise_free_confidence") is None
-                and (not view.logits.is_cpu or view.logits.numel() <= DENSE_UP_TO))
+                and view.aux.get("noise_free_confidence") is None and view.logits.numel() <= DENSE_UP_TO)
 
     def _block_step(self, view: StepView) -> Decision:
         """A greedy step over a view that is one block (the block-causal loop's; the canvas loop's
