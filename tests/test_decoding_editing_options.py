@@ -201,3 +201,35 @@ def test_edit_fast_path_with_chunk_bounds_equals_the_plain_rule(rule, vocab, gen
         assert [r.tokens for r in fast] == [r.tokens for r in plain] and [r.nfe for r in fast] == [r.nfe for r in plain]
         edits += sum(r.extra["edits"] for r in fast)
     assert edits > 0
+
+
+class _MaskOutsideTheLogits(torch.nn.Module):
+    """A net whose mask id (its last embedding) has no logit: the head scores `vocab` tokens."""
+
+    def __init__(self, vocab: int = 24):
+        super().__init__()
+        torch.manual_seed(3)
+        self.vocab_size, self.mask_id, self.eos_id = vocab, vocab, 1
+        self.embed = torch.nn.Embedding(vocab + 1, 16)
+        self.head = torch.nn.Linear(16, vocab)
+
+    def forward(self, canvas, *, attention_mask=None, rows=None):
+        x = self.embed(canvas)
+        return self.head(x + torch.tanh(x.mean(dim=1, keepdim=True))) * 4.0
+
+
+@pytest.mark.parametrize("path", ["bounded", "block"])
+def test_edits_with_the_mask_id_outside_the_logits(path, monkeypatch):
+    """Masked slots hold a mask id the logits do not cover: neither greedy path indexes the logits
+    with it, and both give the same tokens."""
+    from parallelbench.decoding.schedules import edit_threshold
+
+    monkeypatch.setattr(edit_threshold, "DENSE_UP_TO", 0 if path == "bounded" else 1 << 40)
+    net = _MaskOutsideTheLogits()
+    results = decode(net, [[2, 3, 4], [5, 6]], gen_length=8,
+                     strategy=build_strategy("edit-threshold", threshold=0.3, edit_threshold=0.05))
+    assert all(len(r.tokens) == 8 and all(0 <= t < 24 for t in r.tokens) for r in results)
+    monkeypatch.setattr(edit_threshold, "DENSE_UP_TO", 1 << 40 if path == "bounded" else 0)
+    other = decode(net, [[2, 3, 4], [5, 6]], gen_length=8,
+                   strategy=build_strategy("edit-threshold", threshold=0.3, edit_threshold=0.05))
+    assert [r.tokens for r in results] == [r.tokens for r in other]

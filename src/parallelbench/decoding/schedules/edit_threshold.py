@@ -41,7 +41,7 @@ def _entries(x: torch.Tensor, r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
 
 
 # Up to this many logits in the step's view (4 MB of float32), a greedy step over one block takes one
-# softmax over the whole block on the CPU (`_block_step`): 13-28% less engine time than finding the
+# softmax over the whole block (`_block_step`). On the CPU that is 13-28% less engine time than finding the
 # committed slots and bounding their normaliser, while from 2^21 logits on the softmax over every
 # committed slot costs 3-138% more (benchmarks/bench_edit_block_pass.py, batch 8, vocabularies of
 # 4,096-32,768). The same bound holds on every device (a GPU was not measured; there the block pass
@@ -187,7 +187,10 @@ class EditThreshold(Strategy):
             commit = selection.threshold_at_least(top, view.candidates, o.threshold, o.min_k)
         quantity = top
         if o.edit_rule == "gain":
-            quantity = minus(top, probs.gather(2, view.canvas.unsqueeze(2)).squeeze(2))
+            now = view.canvas  # masked slots hold the mask id, which a model may keep outside its logits:
+            if not 0 <= view.mask_id < v:  # their p(now) is never read, any index in range will do
+                now = now.clamp(0, v - 1)
+            quantity = minus(top, probs.gather(2, now.unsqueeze(2)).squeeze(2))
         edit = view.in_active_block(view.committed) & (best != view.canvas) & (quantity > o.edit_threshold)
         # tokens are read where the step commits (masked slots: their x0) or edits (committed ones: best)
         return Decision(commit=commit, edit=edit, tokens=best, confidence=top, hold=self._hold(view, commit, edit))
