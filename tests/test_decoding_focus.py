@@ -80,6 +80,9 @@ def test_rows_of_matches_advanced_indexing():
     assert torch.equal(rows_of(x[:, 8:], r, p), x[:, 8:][r, p])
     y = torch.randn(20, 4, 6).transpose(0, 1)  # no row-major layout: falls back
     assert torch.equal(rows_of(y, r, p), y[r, p])
+    ids = torch.arange(4 * 30).view(4, 30)  # [b, G] entries: a block's columns of a canvas, and a strided one
+    for z in (ids[:, 8:20], ids[:, ::2], ids.t().contiguous().t()[:, 8:20]):
+        assert torch.equal(rows_of(z, r, p), z[r, p])
 
 
 def test_an_unknown_focus_is_refused_before_decoding():

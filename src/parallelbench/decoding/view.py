@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from parallelbench.decoding import sampling
-from parallelbench.decoding.op_kinds import filled, float32, minus, ramp
+from parallelbench.decoding.op_kinds import constant, filled, float32, minus, ramp
 
 
 class cached_property:  # noqa: N801 - the name and behaviour of functools.cached_property
@@ -37,15 +37,16 @@ class cached_property:  # noqa: N801 - the name and behaviour of functools.cache
 
 
 def rows_of(x: torch.Tensor, r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-    """x[r, p] for x [b, G, V]: one index_select over a [rows, V] view of x's storage when
-    its last dimension is contiguous (x is usually a slice of the model's [b, L, V] output),
-    several times faster than advanced indexing on the CPU."""
-    b, g, v = x.shape
-    s0, s1, s2 = x.stride()
-    if b == 0 or g == 0 or s2 != 1 or s1 < v or s0 % s1 != 0:
+    """x[r, p] for x [b, G, V] (or [b, G]: entries): one index_select over a [rows, V] (or [rows])
+    view of x's storage when its last dimension is contiguous (x is usually a slice of the model's
+    [b, L, V] output, or of the canvas), several times faster than advanced indexing on the CPU."""
+    b, g, *rest = x.shape
+    s0, s1, *inner = x.stride()
+    v = rest[0] if rest else 1
+    if b == 0 or g == 0 or inner not in ([], [1]) or s1 < v or s0 % s1 != 0:
         return x[r, p]
     per_row = s0 // s1
-    lines = x.as_strided(((b - 1) * per_row + g, v), (s1, 1))
+    lines = x.as_strided(((b - 1) * per_row + g, *rest), (s1, *inner))
     return lines.index_select(0, torch.add(p, r, alpha=per_row))  # line r * per_row + p
 
 
@@ -125,10 +126,12 @@ def row_top2(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     chunk_max = blocks.amax(dim=-1)
     values, block = chunk_max.max(dim=-1)
     winner = winning_chunk(blocks, block)  # [N, chunk], a copy
-    inner = winner.argmax(dim=-1, keepdim=True)
-    rest_of_winner = winner.scatter_(1, inner, float("-inf")).amax(dim=-1, keepdim=True)
-    second = chunk_max.scatter_(1, block.unsqueeze(1), rest_of_winner).amax(dim=-1)
-    return values, torch.add(inner.squeeze(1), block, alpha=chunk), second
+    inner = winner.argmax(dim=-1)
+    # the winner's maximum set aside, then its chunk's maximum replaced by the rest of it: index_put_
+    # with cached row numbers and -inf (kinds the step runs anyway, where scatter_ is not)
+    rows, never = ramp(0, n, torch.long, x.device), constant(float("-inf"), x)
+    chunk_max.index_put_((rows, block), winner.index_put_((rows, inner), never).amax(dim=-1))
+    return values, torch.add(inner, block, alpha=chunk), chunk_max.amax(dim=-1)
 
 
 def entropy_of(logits: torch.Tensor, probs: torch.Tensor, top: torch.Tensor, top_logit: torch.Tensor | None = None) -> torch.Tensor:

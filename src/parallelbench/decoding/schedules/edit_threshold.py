@@ -28,16 +28,7 @@ import torch
 from parallelbench.decoding import selection
 from parallelbench.decoding.op_kinds import constant, float32, minus, ramp
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
-from parallelbench.decoding.view import Decision, StepView, row_max, row_max_chunks
-
-
-def _entries(x: torch.Tensor, r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-    """x[r, p] for x [b, G] whose last dimension is contiguous (a block's columns of the canvas):
-    one index_select over its storage, in op kinds the step runs anyway (a gather is a kind of its own)."""
-    s0, s1 = x.stride()
-    if s1 != 1 or x.shape[0] == 0:
-        return x[r, p]
-    return x.as_strided(((x.shape[0] - 1) * s0 + x.shape[1],), (1,)).index_select(0, torch.add(p, r, alpha=s0))
+from parallelbench.decoding.view import Decision, StepView, row_max, row_max_chunks, rows_of
 
 
 # Up to this many logits in the step's view (4 MB of float32), a greedy step over one block takes one
@@ -122,7 +113,7 @@ class EditThreshold(Strategy):
             # (op kinds the loop runs anyway where that is exact: on the CPU the first op of a kind in a
             # step is what costs; every compared value is rounded as by the plain formulas)
             logits = view.logits_at(pool, r, p)  # a copy: safe to edit
-            now = _entries(view.canvas, r, p)  # [n] the committed tokens
+            now = rows_of(view.canvas, r, p)  # [n] the committed tokens
             mask_logit = None
             if 0 <= view.mask_id < logits.shape[-1]:
                 column = logits.select(1, view.mask_id)

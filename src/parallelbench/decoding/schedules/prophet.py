@@ -18,7 +18,7 @@ import torch
 from parallelbench.decoding.presets import TopKOptions, TopKStrategy
 from parallelbench.decoding.op_kinds import cached, constant, filled, minus, ramp
 from parallelbench.decoding.strategy import option_error, register_strategy
-from parallelbench.decoding.view import Decision, StepView, chunk_width, row_max, winning_chunk
+from parallelbench.decoding.view import Decision, StepView, row_max, row_top2
 
 
 @dataclass
@@ -43,26 +43,15 @@ def _stage_of(left: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
 
 
 def _top2(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(top-1 value, its index, top-2 value) of each row of [N, V] (edited): row_max's maximum and
-    index, and the largest entry once that index is set aside. With row_max's chunks, the second is
-    the largest of the other chunks' maxima and the rest of the winning chunk: no second pass over
-    the vocabulary. Written with index_put_ rather than scatter_ (view.row_top2): op kinds the step
-    runs anyway, and cached ramps and constants (decoding/op_kinds.py)."""
-    n, v = logits.shape
-    rows = ramp(0, n, torch.long, logits.device)
-    never = constant(float("-inf"), logits)
-    chunk = chunk_width(logits)
-    if chunk is None:
-        first, index = row_max(logits)
-        logits.index_put_((rows, index), never)
-        return first, index, logits.amax(dim=-1)
-    blocks = logits.view(n, v // chunk, chunk)
-    chunk_max = blocks.amax(dim=-1)
-    first, block = chunk_max.max(dim=-1)  # the first chunk holding the maximum
-    winner = winning_chunk(blocks, block)  # a copy
-    inner = winner.argmax(dim=-1)
-    chunk_max.index_put_((rows, block), winner.index_put_((rows, inner), never).amax(dim=-1))
-    return first, torch.add(inner, block, alpha=chunk), chunk_max.amax(dim=-1)
+    """(top-1 value, its index, top-2 value) of each row of [N, V] (edited on the plain path):
+    view.row_top2 where row_max uses chunks (no second pass over the vocabulary), else the top-1
+    entry set aside with index_put_ (a kind the step runs anyway) and the maximum of the rest."""
+    found = row_top2(logits)
+    if found is not None:
+        return found
+    first, index = row_max(logits)
+    logits.index_put_((ramp(0, logits.shape[0], torch.long, logits.device), index), constant(float("-inf"), logits))
+    return first, index, logits.amax(dim=-1)
 
 
 def top2_gap(view: StepView, where: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
