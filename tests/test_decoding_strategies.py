@@ -99,7 +99,7 @@ def test_rcr_ranks_pairwise_exactly_as_top_k():
     # rcr's pairwise ranks against the sort of selection.top_k: ties (the leftmost first), -inf
     # scores, rows without candidates, k from 0 to past the row's width
     from parallelbench.decoding import selection
-    from parallelbench.decoding.remasking import top_by_rank
+    from parallelbench.decoding.selection import top_by_rank
 
     g = torch.Generator().manual_seed(0)
     for trial in range(400):

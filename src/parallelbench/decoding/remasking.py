@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from parallelbench.decoding import selection
-from parallelbench.decoding.op_kinds import cached, float32
+from parallelbench.decoding.op_kinds import float32
 from parallelbench.decoding.presets import TopKOptions, TopKStrategy
 from parallelbench.decoding.strategy import option_error, register_strategy
 from parallelbench.decoding.view import Decision, StepView
@@ -113,30 +113,9 @@ class RunningConfidenceRemasking(TopKStrategy):
         k = self.options.k if self.options.steps is None else self.tokens_this_step(view)  # (an int: no full)
         target = committed.sum(dim=1) + k
         editable = view.in_active_block(view.editable)
-        if running.shape[1] <= PAIRWISE_UP_TO:
-            keep = top_by_rank(running, editable, target)
+        if running.shape[1] <= selection.PAIRWISE_UP_TO:
+            keep = selection.top_by_rank(running, editable, target)
         else:
             keep = selection.top_k(running, editable, target)
         # committed & ~keep as one comparison of bools (False < True), the kind of `<` above
         return Decision(commit=keep & view.masked, remask=keep < committed)
-
-
-# Up to this many slots a row's ranks come from comparing every pair of its slots (G^2 elements).
-PAIRWISE_UP_TO = 64
-
-
-def top_by_rank(scores: torch.Tensor, candidates: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """selection.top_k(scores, candidates, k) for a per-row k [b], exactly (the same stable order:
-    the higher score first, the leftmost on a tie), without its sort and scatter: those two op kinds
-    cost more right after the model's forward than a few comparisons of the kinds the step runs
-    anyway, on a block of a few slots. A slot's place in that order is the number of slots before it:
-    the later slots that score higher and the earlier ones that score at least as high."""
-    s = float32(scores).masked_fill(~candidates, selection.NEG_INF)  # non-candidates sort last
-    g = s.shape[1]
-    later = cached(("later", g, s.device), lambda: torch.ones(g, g, dtype=torch.bool, device=s.device).triu(1))
-    earlier = cached(("earlier", g, s.device), lambda: torch.ones(g, g, dtype=torch.bool, device=s.device).tril(-1))
-    row, column = s.unsqueeze(2), s.unsqueeze(1)  # [b, i, j]: s_i, s_j
-    # a later slot j is before i if it scores higher; an earlier one unless it scores lower (bools: x < True is not x)
-    before = (column < row) < earlier
-    torch.where(later, row < column, before, out=before)  # (where's out= kind, as the loop's)
-    return (before.sum(dim=2) < k.unsqueeze(1)) & candidates

@@ -26,6 +26,27 @@ def top_k(scores: torch.Tensor, candidates: torch.Tensor, k: torch.Tensor | int)
     return _unsort(admitted, order, candidates)
 
 
+# Up to this many slots a row's ranks come from comparing every pair of its slots (G^2 elements).
+PAIRWISE_UP_TO = 64
+
+
+def top_by_rank(scores: torch.Tensor, candidates: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """top_k(scores, candidates, k) for a per-row k [b], exactly (the same stable order:
+    the higher score first, the leftmost on a tie), without its sort and scatter: those two op kinds
+    cost more right after the model's forward than a few comparisons of the kinds the step runs
+    anyway, on a block of a few slots. A slot's place in that order is the number of slots before it:
+    the later slots that score higher and the earlier ones that score at least as high."""
+    s = float32(scores).masked_fill(~candidates, NEG_INF)  # non-candidates sort last
+    g = s.shape[1]
+    later = cached(("later", g, s.device), lambda: torch.ones(g, g, dtype=torch.bool, device=s.device).triu(1))
+    earlier = cached(("earlier", g, s.device), lambda: torch.ones(g, g, dtype=torch.bool, device=s.device).tril(-1))
+    row, column = s.unsqueeze(2), s.unsqueeze(1)  # [b, i, j]: s_i, s_j
+    # a later slot j is before i if it scores higher; an earlier one unless it scores lower (bools: x < True is not x)
+    before = (column < row) < earlier
+    torch.where(later, row < column, before, out=before)  # (where's out= kind, as the loop's)
+    return (before.sum(dim=2) < k.unsqueeze(1)) & candidates
+
+
 def _unsort(admitted: torch.Tensor, order: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
     """[b, G] the candidates at the sorted slots `admitted` ([b, G] bool; `order` from the sort)."""
     return filled(False, candidates.shape, candidates).scatter_(1, order, admitted) & candidates
