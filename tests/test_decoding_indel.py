@@ -397,8 +397,8 @@ def test_run_refuses_a_checkpoint_without_ids_or_with_ids_outside_its_vocabulary
 @pytest.mark.parametrize("rows", [3, 200])  # few rows: the plain way; many: the chunked search
 @pytest.mark.parametrize("ids", [(0, 2, 3), (4095, 70, 64), (130, 1, 129)])  # (mask, DELETE, SPLIT)
 def test_the_vocabulary_pass_equals_argmax_with_the_columns_at_minus_infinity(rows, ids):
-    """x / other / clean are SGLang's argmax of the logits, the mask (and DELETE / SPLIT) columns
-    at -inf, the first index on a tie; the probabilities are softmax(logits) there."""
+    """x / other (no_mask) / clean are SGLang's argmax of the logits, the mask (and DELETE / SPLIT)
+    columns at -inf, the first index on a tie; the probabilities are softmax(logits) there."""
     from parallelbench.decoding.schedules.indel_threshold import _vocab_choices
 
     g = torch.Generator().manual_seed(rows + ids[0])
@@ -409,7 +409,10 @@ def test_the_vocabulary_pass_equals_argmax_with_the_columns_at_minus_infinity(ro
             logits = torch.randint(0, 3, (rows, 2, v), generator=g).float()
             logits[: rows // 2, :, list(ids)] = 2.0
         mask_id, delete_id, split_id = ids
-        x, other, clean, p, p_other = _vocab_choices(logits, mask_id, delete_id, split_id)
+        x, clean, p, _ = _vocab_choices(logits, mask_id, delete_id, split_id)
+        other, clean_too, p_other, _ = _vocab_choices(logits, mask_id, delete_id, split_id,
+                                                      no_mask=torch.ones(logits.shape[:2], dtype=torch.bool))
+        assert torch.equal(clean_too, clean)
 
         def banned(cols):
             z = logits.clone()

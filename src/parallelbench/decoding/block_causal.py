@@ -33,11 +33,11 @@ from parallelbench.decoding import sampling
 from parallelbench.decoding.block_grid import BlockGrid, block_causal_bias, block_length_for
 from parallelbench.decoding.canvas import left_pad, make_template, model_device
 from parallelbench.decoding.collect import collect
-from parallelbench.decoding.op_kinds import constant, float32, minus
+from parallelbench.decoding.op_kinds import and_not, constant, float32, minus
 from parallelbench.decoding.repair import RepairLog, finished_rows
 from parallelbench.decoding.result import DecodeResult
 from parallelbench.decoding.strategy import Strategy, strategy_max_steps
-from parallelbench.decoding.view import StepView
+from parallelbench.decoding.view import Shift, StepView
 from parallelbench.models.protocols import uses_block_cache
 
 if TYPE_CHECKING:
@@ -82,6 +82,20 @@ class _Window:
             full[self.idx.unsqueeze(1), torch.arange(lo, hi, device=full.device).unsqueeze(0)] = value
 
 
+def _on(x: torch.Tensor, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """x on `device` in `dtype`: x itself when it is (no call into torch, a step's op fewer)."""
+    return x if x.dtype == dtype and x.device == device else x.to(device=device, dtype=dtype)
+
+
+def _shift_on(shift: Shift, device: torch.device) -> Shift:
+    """`Decision.shift` with its tensors on `device`, in long (bool for `new`)."""
+    new, origin = _on(shift.new, device, torch.bool), _on(shift.origin, device, torch.long)
+    inserts, deletes = _on(shift.inserts, device, torch.long), _on(shift.deletes, device, torch.long)
+    if new is shift.new and origin is shift.origin and inserts is shift.inserts and deletes is shift.deletes:
+        return shift
+    return Shift(source=_on(shift.source, device, torch.long), inserts=inserts, deletes=deletes, new=new, origin=origin)
+
+
 def _window_state(state: dict[str, Any], win: _Window, n_live: int, width: int) -> dict[str, Any]:
     """The strategy's state for the step's rows; per-position tensors ([n, G, ...]) cut to the block."""
     out: dict[str, Any] = {}
@@ -110,26 +124,21 @@ def _merge_state(state: dict[str, Any], seen: dict[str, Any], given: dict[str, A
             full = torch.zeros(shape, dtype=x.dtype, device=x.device)
             state[key] = full
         if full.dim() >= 2 and full.shape[1] == width:
-            win.put_cols(full, x.to(full.dtype))
+            win.put_cols(full, _on(x, x.device, full.dtype))
         elif win.idx is None:
             state[key] = x
         else:
-            full[win.idx] = x.to(full.dtype)
+            full[win.idx] = _on(x, x.device, full.dtype)
 
 
 def _log_step(log: RepairLog, win: _Window, region: torch.Tensor, masked: torch.Tensor, editable: torch.Tensor,
               drafted: torch.Tensor, shift: Any, fill: torch.Tensor | None) -> None:
     """The repair record of one step, over the whole region of every live row (rows that sat the step
     out change nothing). `drafted`: the step's block after its commits and shifts, before its edits;
-    `fill`: the step rows' `stop_at_eos` fill over the whole region."""
+    `fill`: the step rows' `stop_at_eos` fill over the whole region; `shift` on the device, in long."""
     n, width = region.shape
-    if shift is not None:
-        source = torch.arange(width, device=region.device).expand(n, width).clone()
-        src = shift.source.to(device=region.device, dtype=torch.long)
-        win.put_cols(source, torch.where(src < 0, -1, src + win.c0))
-        counts = torch.zeros((n, 2), dtype=torch.long, device=region.device)
-        win.put_rows(counts, torch.stack([shift.inserts, shift.deletes], dim=1).to(counts))
-        log.move(source, counts[:, 0], counts[:, 1])
+    if shift is not None:  # the block's columns of the step's rows move
+        log.move(shift.new, shift.origin, shift.inserts, shift.deletes, win.c0, win.idx)
     full_fill = None
     if fill is not None:
         full_fill = torch.zeros_like(masked)
@@ -376,6 +385,7 @@ def decode_block_causal(
             block_of=in_block,
             block=no_block if n_step == n_rows else no_block[:n_step],
             block_step=c_step,
+            block_round=t - a_start,
             step=c_own,
             rows=c_rows,
             # a row's draws follow its own step count (rows that sat steps out are behind t)
@@ -398,7 +408,7 @@ def decode_block_causal(
             view.count_focus(c_masked, n_focus)
             view.focus_masked = True
         decision = strategy.step(view)
-        shift = decision.shift
+        shift = None if decision.shift is None else _shift_on(decision.shift, device)
         if log is None and (decision.edit is not None or decision.remask is not None or shift is not None):
             log = RepairLog(canvas[:, h:], masked, editable, mask_id)  # the live rows before this step's writes
             gone = finished_rows(rows, n_rows)
@@ -437,15 +447,15 @@ def decode_block_causal(
             if edit is not None:
                 new_gen = torch.where(edit, tokens, new_gen)
                 c_order = torch.where(edit, here, c_order)
-            new_masked = c_masked ^ commit  # commit is a subset of c_masked
+            new_masked = and_not(c_masked, commit)
             c_order = torch.where(commit, here, c_order)
             c_conf = torch.where(commit, float32(conf), c_conf)
         # tokens per step: on the plain path the bool commits in the row's slots, counted per row when
         # the results are collected (no sum(dim) kind in every step); remasks and shifts count here
-        net = commit & slots
+        net = None if shift is not None else commit & slots  # (with a shift, counted below)
         c_remasks = None
         if decision.remask is not None:
-            remask = decision.remask & ~new_masked & c_editable
+            remask = and_not(decision.remask & c_editable, new_masked)
             if in_place:
                 torch.where(remask, constant(mask_id, new_gen), new_gen, out=new_gen)
                 torch.where(remask, constant(True, new_masked), new_masked, out=new_masked)
@@ -456,23 +466,27 @@ def decode_block_causal(
                 c_order = torch.where(remask, -1, c_order)
             n_remask = (remask & slots).sum(dim=1)
             c_remasks = win.rows(remasks) + n_remask
-            net = minus(net.sum(dim=1), n_remask)
+            if net is not None:
+                net = minus(net.sum(dim=1), n_remask)
         if shift is not None:  # insert / delete: each slot takes the content and record of its source slot
-            src = shift.source.to(device=device, dtype=torch.long)
-            new, src = src < 0, src.clamp(min=0)
-            before = (~c_masked & c_editable & slots).sum(dim=1)
-            new_gen = torch.where(new, mask_id, new_gen.gather(1, src))
-            drafted = torch.where(new, mask_id, drafted.gather(1, src))
-            new_masked = new | new_masked.gather(1, src)
-            c_order = torch.where(new, -1, c_order.gather(1, src))
-            c_conf = torch.where(new, 0.0, c_conf.gather(1, src))
-            net = (~new_masked & c_editable & slots).sum(dim=1) - before
-        c_held = None if decision.hold is None else decision.hold.to(device=device, dtype=torch.bool)
+            # (written into the block's columns themselves where every row is in the window: its views)
+            new, src = shift.new, shift.origin
+            to = cut if win.idx is None else (None,) * len(cut)
+            counted_slots = c_editable & slots
+            before = and_not(counted_slots, c_masked).sum(dim=1)
+            if drafted is not None:
+                drafted = torch.where(new, constant(mask_id, drafted), drafted.gather(1, src))
+            new_gen = torch.where(new, constant(mask_id, new_gen), new_gen.gather(1, src), out=to[0])
+            new_masked = torch.where(new, constant(True, new_masked), new_masked.gather(1, src), out=to[1])
+            c_order = torch.where(new, constant(-1, c_order), c_order.gather(1, src), out=to[3])
+            c_conf = torch.where(new, constant(0.0, c_conf), c_conf.gather(1, src), out=to[4])
+            net = minus(and_not(counted_slots, new_masked).sum(dim=1), before)
+        c_held = None if decision.hold is None else _on(decision.hold, device, torch.bool)
 
-        if not in_place and win.idx is None:  # the block's views are the columns themselves
+        if not in_place and win.idx is None and shift is None:  # the block's views are the columns themselves
             for dst, src in zip((cut[0], cut[1], cut[3], cut[4]), (new_gen, new_masked, c_order, c_conf)):
                 dst.copy_(src)
-        elif not in_place:
+        elif not in_place and win.idx is not None:
             win.put_cols(canvas, new_gen, offset=h)
             win.put_cols(masked, new_masked)
             win.put_cols(order, c_order)

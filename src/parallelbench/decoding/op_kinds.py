@@ -37,6 +37,11 @@ def minus(a: torch.Tensor, b: torch.Tensor | float) -> torch.Tensor:
     return torch.add(a, b, alpha=-1)
 
 
+def and_not(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a & ~b for bool tensors, in one op: b < a (False < True is the only true case)."""
+    return torch.lt(b, a)
+
+
 def constant(value: float | int | bool, like: torch.Tensor) -> torch.Tensor:
     """A 0-dim tensor holding `value` with `like`'s dtype and device, made once and then reused:
     read it, never write into it."""

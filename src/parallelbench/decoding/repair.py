@@ -31,6 +31,8 @@ from typing import Any
 
 import torch
 
+from parallelbench.decoding.op_kinds import and_not, constant
+
 REPAIR_KEYS = ("edits", "inserts", "deletes", "unmask_tokens", "first_tokens")
 
 
@@ -67,19 +69,26 @@ class RepairLog:
         self.pending, self.unmask, self.edits = self.pending[keep], self.unmask[keep], self.edits[keep]
         self.inserts, self.deletes = self.inserts[keep], self.deletes[keep]
 
-    def move(self, source: torch.Tensor, inserts: torch.Tensor, deletes: torch.Tensor) -> None:
-        """Insert / delete shifts (`Decision.shift`), before the step's `update`: slot j continues
-        the record of slot source[j] ([b, G]); -1 is a new mask (never written, not original).
-        A record that moves is kept step by step from then on (indel-threshold moves most steps)."""
+    def move(self, new: torch.Tensor, origin: torch.Tensor, inserts: torch.Tensor, deletes: torch.Tensor,
+             c0: int = 0, rows: torch.Tensor | None = None) -> None:
+        """Insert / delete shifts (`Decision.shift`), before the step's `update`, over columns c0 .. c0 + G
+        of the rows `rows` (live-row positions; None: every row): slot j there continues the record of
+        slot origin[j] (counted from c0; [b, G]), or is a new mask where new[j] (never written, not
+        original). A record that moves is kept step by step from then on (indel-threshold moves most
+        steps); only the moved columns are gathered, written in place where every row moves."""
         self._settle()
         self._deferred = False
-        new = source < 0
-        s = source.clamp(min=0)
-        self.first = torch.where(new, -1, self.first.gather(1, s))
-        self.last = torch.where(new, -1, self.last.gather(1, s))
-        self.original = ~new & self.original.gather(1, s)
-        self.inserts = self.inserts + inserts
-        self.deletes = self.deletes + deletes
+        c1 = c0 + new.shape[1]
+        for name, fresh in (("first", self._unset), ("last", self._unset), ("original", constant(False, new))):
+            part = getattr(self, name)[:, c0:c1]
+            if rows is None:
+                torch.where(new, fresh, part.gather(1, origin), out=part)
+            else:
+                part.index_copy_(0, rows, torch.where(new, fresh, part.index_select(0, rows).gather(1, origin)))
+        if rows is None:
+            self.inserts, self.deletes = self.inserts + inserts, self.deletes + deletes
+        else:
+            self.inserts, self.deletes = self.inserts.index_add(0, rows, inserts), self.deletes.index_add(0, rows, deletes)
 
     def update(self, drafted: torch.Tensor | None, gen: torch.Tensor, masked: torch.Tensor, editable: torch.Tensor,
                fill: torch.Tensor | None = None, place: "Callable[[torch.Tensor, torch.Tensor], None] | None" = None,
@@ -97,7 +106,7 @@ class RepairLog:
         A step's commits and edits touch different slots, so each slot changes at most once.
 
         Runs after every step of a rewriting strategy, so it sticks to the few op kinds the loop
-        already runs (`==` against tensors, `~`, `&`, `where`): on the CPU the first op of each
+        already runs (`==` against tensors, `~`, `&`, `where`; `a & ~b` as `b < a`, op_kinds.and_not): on the CPU the first op of each
         kind in a step is what costs (decoding/op_kinds.py). `first` and `last` are -1 at the same slots (never written)."""
         if self._deferred:  # applied in _settle; copies of what the loops write in place later (both
             # loops hand over a `drafted` and a `fill` of the step's own: kept as they are)
@@ -109,16 +118,16 @@ class RepairLog:
         elif place is not None:
             drafted = _placed(drafted, gen, place)
         holes = drafted == self._mask
-        drafted_w = editable & ~holes
+        drafted_w = and_not(editable, holes)
         unseen = self.last == self._unset  # never written before this step (never editable ones included)
         last = torch.where(drafted_w, drafted, self.last)
         # an unseen slot's first token is what it holds now (-1 if still nothing): `last`
         first = torch.where(unseen, last, self.first)
-        written = editable & ~masked
+        written = and_not(editable, masked)
         # an edit: a written slot now holding another token than the last one it held; as commits and
         # edits touch different slots, that is a re-commit with another token or a token-to-token edit
         # (gen is never -1, so an unseen slot compares gen with itself: no `|`, a kind the step lacks)
-        changed = written & ~(gen == torch.where(unseen, gen, self.last))
+        changed = and_not(written, gen == torch.where(unseen, gen, self.last))
         # a hole shows the last token it held; elsewhere `last` is the drafted token (seen slots) and
         # an unseen slot shows what was drafted (the mask for a new mask never written)
         snapshot = torch.where(unseen, drafted, last)
@@ -131,7 +140,7 @@ class RepairLog:
         self.first = first
         self.original = self.original & holes
         left = self.original.amax(dim=1)  # any()
-        self.unmask = torch.where((self.pending & ~left).unsqueeze(1), snapshot, self.unmask)
+        self.unmask = torch.where(and_not(self.pending, left).unsqueeze(1), snapshot, self.unmask)
         self.pending = self.pending & left
         self.last = torch.where(written, gen, last)
 

@@ -165,6 +165,16 @@ class Shift:
     source: torch.Tensor  # [b, G] long: the slot each slot's content comes from, -1 = a new mask
     inserts: torch.Tensor  # [b] long: insert operations applied (repair record)
     deletes: torch.Tensor  # [b] long: delete operations applied (repair record)
+    # source < 0, and source with -1 read as 0 (an index to gather with): derived here unless the
+    # strategy has them at hand, so the loop and the repair record compute them once between them
+    new: torch.Tensor | None = None
+    origin: torch.Tensor | None = None
+
+    def __post_init__(self):
+        if self.new is None:
+            self.new = self.source < 0
+        if self.origin is None:
+            self.origin = self.source.clamp(min=0)
 
 
 @dataclass
@@ -203,6 +213,7 @@ class StepView:
     aux: dict[str, Any] = field(default_factory=dict)  # what the strategy's forward returned besides logits
     focus: torch.Tensor | None = None  # [b, G] where x0 / confidence / margin / entropy are computed (None = all)
     focus_masked: bool = False  # every focus position is masked (the engine's "candidates" / "masked" focus)
+    block_round: int | None = None  # block_step on the host, where every row shares it (the block-causal loop)
 
     @property
     def batch_size(self) -> int:

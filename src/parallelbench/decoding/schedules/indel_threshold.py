@@ -41,7 +41,7 @@ import torch
 
 from parallelbench.decoding import selection
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
-from parallelbench.decoding.op_kinds import float32
+from parallelbench.decoding.op_kinds import and_not, cached, constant, float32, minus, ramp
 from parallelbench.decoding.view import PLAIN_UP_TO, Decision, Shift, StepView, width_for, winning_chunk
 
 POST_RULES = ("cumulative", "reset")
@@ -151,126 +151,134 @@ class IndelThreshold(Strategy):
         delete_id, split_id = edit_token_ids(o, view.aux["model"])
         mask_id = view.mask_id
         canvas, masked, editable = view.canvas, view.masked, view.editable
-        b, width = canvas.shape
+        b, g = canvas.shape
         block = view.block_length
-        device = canvas.device
-        rounds = st["rounds"]
-        vocab = view.logits.shape[-1]
-        cap = block + o.post_steps + 2  # rounds a block can take, with room to spare
-        if "seen" not in rounds:
-            rounds["seen"] = torch.full((rounds["rows"], cap, width), -1, dtype=torch.long, device=device)
-            # tokens written per slot and round; the vocabulary size where none was (a column past the vocabulary)
-            rounds["written"] = torch.full((rounds["rows"], width, cap), vocab, dtype=torch.long, device=device)
-        r = view.block_step.to(device)  # this round's index within the block (the same for every row)
-        fresh = r == 0
-        # every row in the call: view.rows is 0..n-1, so the records are updated where they are
-        whole = view.rows.shape[0] == rounds["rows"]
-        if whole:
-            seen = rounds["seen"].masked_fill_(fresh[:, None, None], -1)  # block states of earlier rounds
-            written = rounds["written"].masked_fill_(fresh[:, None, None], vocab)
+        # this round's index within the block, the same for every row: on the host (the loop gives it)
+        r = view.block_round if view.block_round is not None else int(view.block_step[0])
+        if r == 0:  # a new block: its masks are the original ones, no post-edit round counted yet
+            orig, post = masked, cached(("zeros", b, canvas.device), lambda: torch.zeros(b, dtype=torch.long,
+                                                                                       device=canvas.device))
         else:
-            seen = torch.where(fresh[:, None, None], -1, rounds["seen"][view.rows])
-            written = torch.where(fresh[:, None, None], vocab, rounds["written"][view.rows])
-        orig = torch.where(fresh.unsqueeze(1), masked, st["orig"])
-        post = torch.where(fresh, 0, st["post"])
-
-        logits = view.logits  # in the model's dtype: no float copy of the whole block
-        x, other, clean, p, p_other = _vocab_choices(logits, mask_id, delete_id, split_id)
+            orig, post = st["orig"], st["post"]
 
         orig_masks = orig & masked
-        n_orig, n_masks = orig_masks.sum(dim=1), masked.sum(dim=1)
-        introduced = n_masks - n_orig
+        n_orig = orig_masks.sum(dim=1)
+        none_left = n_orig == constant(0, n_orig)
         if o.post_rule == "cumulative":
-            post = post + (n_orig == 0)
+            post = post + none_left
         else:
-            post = torch.where(n_orig > 0, 0, post + 1)
+            post = torch.where(none_left, post + 1, 0)
         m = o.post_steps
-        final = r >= block + m  # round r + 1 > block + m
-        final = final | ((post >= m) if m > 0 else (n_orig == 0))
-
-        # an original mask whose argmax is the mask token takes its best other token
-        fallback = orig_masks & (x == mask_id) & ~final.unsqueeze(1)
-        x = torch.where(fallback, other, x)
-        p = torch.where(fallback, p_other, p)
-
-        # mask to token
-        conf = torch.where(masked, p, NEG_INF)
-        if o.steps is None:
-            k = o.min_k
+        if r >= block + m:  # round r + 1 > block + m
+            final = cached(("true", b, canvas.device), lambda: torch.ones(b, dtype=torch.bool, device=canvas.device))
         else:
-            schedule = torch.tensor(split_schedule(block, o.steps), device=device)
-            k = schedule[r.clamp(max=o.steps - 1)]
-        required = torch.minimum(introduced + k, n_masks)
-        high = conf > o.threshold  # conf is -inf off the masks, and the threshold is at least 0
-        chosen = torch.where((high.sum(dim=1) >= required).unsqueeze(1), high, selection.top_k(conf, masked, required))
-        regular = (n_orig > 0) & ~final
-        m2t = torch.where(regular.unsqueeze(1), chosen, masked)
+            final = (post >= constant(m, post)) if m > 0 else none_left
+
+        # an original mask whose argmax is the mask token takes its best other token: x is the argmax
+        # without the mask token there (in the model's dtype: no float copy of the whole block)
+        x, clean, p, flat = _vocab_choices(view.logits, mask_id, delete_id, split_id,
+                                           no_mask=and_not(orig_masks, final.unsqueeze(1)))
+        ids = _set_aside(flat.shape[1], (mask_id, delete_id, split_id), canvas.device)
+
+        # mask to token: above the threshold, and at least k plus the masks this block's edits introduced
+        # (the union: when enough pass, the best `required` pass; when too few, they are among the best)
+        k = o.min_k if o.steps is None else split_schedule(block, o.steps)[min(r, o.steps - 1)]
+        required = minus(masked.sum(dim=1), n_orig) + k
+        best = selection.top_by_rank if g <= selection.PAIRWISE_UP_TO else selection.top_k
+        chosen = (masked & (constant(o.threshold, p) < p)) | best(p, masked, required)
+        past = none_left | final  # rows past their regular rounds: every mask
+        m2t = torch.where(past.unsqueeze(1), masked, chosen)
         if m == 0:  # the round that fills the last original mask is the final one
-            last = regular & ~(orig_masks & ~m2t).any(dim=1)
+            last = ~(past | and_not(orig_masks, m2t).amax(dim=1))
             final = final | last
             m2t = torch.where(last.unsqueeze(1), masked, m2t)
 
         # token to token
-        t2t = ~masked & editable & (p > o.edit_threshold) & (canvas != x)
+        t2t = and_not(and_not(editable, masked) & (constant(o.edit_threshold, p) < p), canvas == x)
         writes = m2t | t2t
-        quiet = ~writes.any(dim=1)  # nothing to write: the block is done
 
         # the final round writes no mask, DELETE or SPLIT: clean, which is x itself where x is none of them
-        # (x, as other, is the first of the best tokens, so the first of those outside the three)
+        # (x is the first of the best tokens, so the first of those outside the three)
         x = torch.where(writes & final.unsqueeze(1), clean, x)
-
-        # loop escape: a block state seen before changes its least confident changing slot
-        seen_before = (seen == canvas.unsqueeze(1)).all(dim=2).any(dim=1)
-        changing = writes & (x != canvas)
-        escape = seen_before & ~final & changing.any(dim=1)
-        at = torch.where(changing, p, float("inf")).argmin(dim=1)
-        ar = torch.arange(b, device=device)
-        pick = logits[ar, at].float()
-        ban = torch.zeros((b, vocab + 1), dtype=torch.bool, device=device).scatter_(1, written[ar, at], True)
-        pick.masked_fill_(ban[:, :-1], NEG_INF).select(1, mask_id).masked_fill_(orig_masks[ar, at], NEG_INF)
-        redraw = pick.argmax(dim=-1)
-        x[ar, at] = torch.where(escape, redraw, x[ar, at])
-        slot = r.clamp(max=cap - 1)
-        seen[ar, slot] = canvas
-        written[ar, :, slot] = torch.where(writes, x, written[ar, :, slot])
-        if not whole:
-            rounds["seen"][view.rows] = seen
-            rounds["written"][view.rows] = written
+        same = x == canvas
+        rounds = st["rounds"]
+        if "seen" not in rounds:  # the records of a block's rounds (at most B + post_steps + 1), by decode row
+            cap = block + m + 2
+            rounds["seen"] = torch.full((rounds["rows"], cap, g), -1, dtype=torch.long, device=canvas.device)
+            rounds["written"] = torch.full((rounds["rows"], g, cap), view.logits.shape[-1], dtype=torch.long,
+                                           device=canvas.device)
+        if r > 0:  # (round 0 has no earlier state to meet again)
+            x = _loop_escape(rounds, view, r, flat, x, p, and_not(writes, same), final, orig_masks)
+            same = x == canvas
+        _record_round(rounds, view, r, canvas, torch.where(writes, x, ids.vocab))
 
         # what the writes do: tokens, masks again, deletes and splits (then the shift)
-        is_delete, is_split, is_mask = x == delete_id, x == split_id, x == mask_id
-        deleted, split = writes & is_delete, writes & is_split
-        plain = writes & ~(is_delete | is_split | is_mask)  # a token written as such
-        commit = m2t & plain
-        edit = t2t & plain & (x != canvas)
+        hits = x.unsqueeze(2) == ids.order  # [b, G, 3]: x is the mask token, DELETE, SPLIT
+        special = hits.amax(dim=2)
+        is_mask, is_delete, is_split = hits.unbind(2)
+        commit = and_not(m2t, special)  # a token written as such
+        edit = and_not(and_not(t2t, special), same)
         remask = t2t & is_mask
-        source = _shift_source(editable, deleted, split)
-        moved = source.clamp(min=0)
-        st["orig"] = (source >= 0) & orig.gather(1, moved)  # a slot keeps its mark when filled; new masks have none
+        shift = _shift(editable, writes & is_delete, writes & is_split)
+        st["orig"] = and_not(orig.gather(1, shift.origin), shift.new)  # a slot keeps its mark; new masks have none
         st["post"] = post
-        shift = Shift(source=source, inserts=split.sum(dim=1), deletes=deleted.sum(dim=1))
-        return Decision(commit=commit, tokens=x, confidence=p, edit=edit, remask=remask, hold=~(final | quiet),
-                        shift=shift)
+        hold = and_not(writes.amax(dim=1), final)  # a final round, or one that writes nothing, ends the block
+        return Decision(commit=commit, tokens=x, confidence=p, edit=edit, remask=remask, hold=hold, shift=shift)
 
 
-def _vocab_choices(logits: torch.Tensor, mask_id: int, delete_id: int, split_id: int) -> tuple[torch.Tensor, ...]:
-    """Per slot of [b, G, V] logits: the argmax over the vocabulary (x), over all but the mask token
-    (other) and over all but mask, DELETE and SPLIT (clean), each the first index on a tie (SGLang's
-    argmax of logits with those columns at -inf), and the float32 softmax probabilities of x and
-    other. One chunked pass finds clean; x and other are clean or one of the three set-aside
-    columns, so no second pass over the vocabulary and no copy of the logits are needed."""
+def _loop_escape(rounds: dict[str, Any], view: StepView, r: int, flat: torch.Tensor, x: torch.Tensor,
+                 p: torch.Tensor, changing: torch.Tensor, final: torch.Tensor, orig_masks: torch.Tensor) -> torch.Tensor:
+    """x, where a row whose block state was seen before in this block (rounds 0..r-1) and that is not in
+    its final round changes its least confident changing slot to its best token never written there in
+    this block (not the mask token at an original mask). Gathers by flat line index (index_select) and
+    the records of rounds before r only; no host read."""
+    b, g = x.shape
+    rows = view.rows
+    seen = rounds["seen"] if b == rounds["rows"] else rounds["seen"].index_select(0, rows)  # (rows: 0..b-1)
+    seen = seen[:, :r]  # [b, r, G]
+    seen_before = (seen == view.canvas.unsqueeze(1)).amin(dim=2).amax(dim=1)
+    escape = and_not(seen_before & changing.amax(dim=1), final)
+    # the least confident changing slot, the first on a tie (argmax of -p: the kinds the step runs)
+    at = torch.where(changing, minus(constant(0.0, p), p), NEG_INF).argmax(dim=1)
+    line = torch.add(at, ramp(0, b, torch.long, x.device), alpha=g)  # row * G + at
+    pick = float32(flat.index_select(0, line))  # [b, V], a copy
+    cap, vocab = rounds["written"].shape[2], flat.shape[1]
+    banned = rounds["written"].view(-1, cap).index_select(0, torch.add(at, rows, alpha=g))[:, :r]
+    ban = torch.zeros((b, vocab + 1), dtype=torch.bool, device=x.device).scatter_(1, banned, True)
+    pick.masked_fill_(ban[:, :vocab], NEG_INF)
+    pick.select(1, view.mask_id).masked_fill_(orig_masks.reshape(-1).index_select(0, line), NEG_INF)
+    slot = escape.unsqueeze(1) & (ramp(0, g, torch.long, x.device) == at.unsqueeze(1))
+    return torch.where(slot, pick.argmax(dim=1, keepdim=True), x)
+
+
+def _record_round(rounds: dict[str, Any], view: StepView, r: int, canvas: torch.Tensor, written: torch.Tensor) -> None:
+    """Round r's block state and the tokens it writes (the vocabulary size where none), at the rows'
+    own places (rows are the decode's; a block's rounds 0..r-1 were written by its earlier steps, so
+    nothing is reset when a block begins)."""
+    slot = min(r, rounds["seen"].shape[1] - 1)
+    rounds["seen"].select(1, slot).index_copy_(0, view.rows, canvas)
+    rounds["written"].select(2, slot).index_copy_(0, view.rows, written)
+
+
+def _vocab_choices(logits: torch.Tensor, mask_id: int, delete_id: int, split_id: int,
+                   no_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+    """Per slot of [b, G, V] logits: the argmax over the vocabulary (x; over all but the mask token
+    where `no_mask` [b, G]) and over all but mask, DELETE and SPLIT (clean), each the first index on a
+    tie (SGLang's argmax of logits with those columns at -inf), x's float32 softmax probability, and
+    the logits as [b * G, V] rows. One chunked pass finds clean; x is clean or one of the three
+    set-aside columns, so no second pass over the vocabulary and no copy of the logits are needed."""
     b, g, v = logits.shape
     flat = logits.reshape(b * g, v)
     ids = _set_aside(v, (mask_id, delete_id, split_id), flat.device)
     clean_value, clean = _best_outside(flat, ids)
-    # x and other: clean, or one of the three set-aside columns (the mask's left out for other)
-    aside = flat.index_select(1, ids.order).unsqueeze(1) + ids.left_out  # [N, 2, 3]
-    top = torch.maximum(clean_value.unsqueeze(1), aside.amax(dim=2))  # [N, 2]
-    first_aside = torch.where(aside == top.unsqueeze(2), ids.order, v).amin(dim=2)
-    choice = torch.where(clean_value.unsqueeze(1) == top, torch.minimum(clean.unsqueeze(1), first_aside), first_aside)
-    probs = _softmax_at(flat, choice)
-    x, other = choice.unbind(1)
-    return (x.view(b, g), other.view(b, g), clean.view(b, g), probs[:, 0].view(b, g), probs[:, 1].view(b, g))
+    aside = flat.index_select(1, ids.order)  # [N, 3], a copy: the three columns
+    if no_mask is not None:
+        aside.select(1, 0).masked_fill_(no_mask.reshape(-1), NEG_INF)
+    top = torch.maximum(clean_value, aside.amax(dim=1))
+    first_aside = torch.where(aside == top.unsqueeze(1), ids.order, v).amin(dim=1)
+    x = torch.where(clean_value == top, torch.minimum(clean, first_aside), first_aside)
+    p = _softmax_at(flat, x.unsqueeze(1))
+    return x.view(b, g), clean.view(b, g), p.view(b, g), flat
 
 
 class _SetAside:
@@ -278,8 +286,7 @@ class _SetAside:
 
     def __init__(self, v: int, banned: tuple[int, int, int], device: torch.device):
         self.order = torch.tensor(banned, device=device)  # mask, DELETE, SPLIT
-        # added to the three columns' logits: as they are (for x), the mask's left out (for other)
-        self.left_out = torch.tensor([[0.0, 0.0, 0.0], [NEG_INF, 0.0, 0.0]], device=device)
+        self.vocab = torch.tensor(v, device=device)  # an id past the vocabulary: "none"
         self.width = width_for(v) if device.type == "cpu" else None  # elsewhere: the plain way
         if self.width is not None:
             w = self.width
@@ -314,7 +321,7 @@ def _best_outside(flat: torch.Tensor, ids: _SetAside) -> tuple[torch.Tensor, tor
     fixed = blocks.index_select(1, ids.chunks).masked_fill_(ids.chunk_ban, NEG_INF).amax(dim=-1)
     values, block = chunk_max.index_copy_(1, ids.chunks, fixed).max(dim=-1)  # the first chunk holding it
     inner = winning_chunk(blocks, block).masked_fill_(ids.ban.index_select(0, block), NEG_INF).argmax(dim=-1)
-    return values, block * w + inner
+    return values, torch.add(inner, block, alpha=w)  # block * w + inner in one op
 
 
 def _softmax_at(flat: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
@@ -326,20 +333,21 @@ def _softmax_at(flat: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
     return torch.cat([torch.softmax(float32(f), dim=-1).gather(1, c) for f, c in zip(flat.split(rows), cols.split(rows))])
 
 
-def _shift_source(editable: torch.Tensor, deleted: torch.Tensor, split: torch.Tensor) -> torch.Tensor:
+def _shift(editable: torch.Tensor, deleted: torch.Tensor, split: torch.Tensor) -> Shift:
     """[b, G] the slot whose content each slot holds after the edit operations, -1 for a new mask.
 
     The editable slots, read in order, are a sequence: a DELETE slot contributes nothing, a SPLIT
     slot a new mask then its own content, any other slot its content. That sequence, cut or padded
-    with new masks to the number of editable slots, fills them in order; other slots stay put."""
-    b, g = editable.shape
-    width = torch.where(editable, torch.where(deleted, 0, torch.where(split, 2, 1)), 0)
-    end = width.cumsum(dim=1)
-    rank = editable.long().cumsum(dim=1) - 1  # each editable slot's place in the sequence
-    src = torch.searchsorted(end, rank.clamp(min=0), right=True)  # the slot whose part covers that place
-    inside = src < g
-    src = src.clamp(max=g - 1)
-    part = rank - (end - width).gather(1, src)  # 0 or 1 (1: the old content of a SPLIT)
-    opened = split.gather(1, src) & (part == 0)
-    out = torch.where(inside & ~opened, src, -1)
-    return torch.where(editable, out, torch.arange(g, device=editable.device).expand(b, g))
+    with new masks to the number of editable slots, fills them in order; other slots stay put.
+    With E, S, D the running counts of editable, SPLIT and DELETE slots, slot s's part ends at
+    end_s = E_s + S_s - D_s, and the editable slot q takes the E_q-th item: that of the first s with
+    end_s >= E_q, its content when end_s == E_q (the last item of s), a new mask when not (the mask
+    a SPLIT opens, or past the sequence's end)."""
+    g = editable.shape[1]
+    counts, splits, deletes = torch.stack((editable, split, deleted)).cumsum(dim=2)  # (DELETE and SPLIT are editable)
+    end = minus(counts + splits, deletes)
+    src = torch.searchsorted(end, counts).clamp(max=g - 1)
+    new = and_not(editable, counts == end.gather(1, src))
+    origin = torch.where(editable, src, ramp(0, g, torch.long, editable.device))
+    source = torch.where(new, constant(-1, origin), origin)
+    return Shift(source=source, inserts=splits[:, -1], deletes=deletes[:, -1], new=new, origin=origin)
