@@ -21,7 +21,8 @@ from parallelbench.decoding.host_syncs import count_host_syncs
 SET_UP = 4
 PRESETS = [("random", {}), ("l2r", {}), ("confidence-topk", {"k": 2}), ("confidence-topk", {"steps": 8}),
            ("topk-margin", {}), ("entropy-topk", {}), ("confidence-threshold", {"threshold": 0.7}),
-           ("confidence-threshold", {"threshold": 0.7, "min_k": 2}), ("confidence-factor", {}), ("dus", {})]
+           ("confidence-threshold", {"threshold": 0.7, "min_k": 2}), ("confidence-factor", {}), ("dus", {}),
+           ("eb", {}), ("klass", {}), ("slowfast", {}), ("pc-sampler", {}), ("rcr", {}), ("credit", {"threshold": 0.7})]
 PROMPTS = [[3, 4, 5], [6], [7, 8, 9, 10, 11], [12, 13]]
 
 

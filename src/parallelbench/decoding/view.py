@@ -469,6 +469,15 @@ class StepView:
             return torch.special.entr(self.probs).sum(dim=-1)  # -sum p ln p, with 0 ln 0 = 0
         return self.entropy_at_focus(0.0)
 
+    def prob_at_focus(self, tokens: torch.Tensor) -> torch.Tensor:
+        """[b, G] the probability of `tokens` ([b, G] ids, each valid) at the focus positions, from the
+        softmax the confidence comes from (the mask token's at 0); 0 elsewhere (without a focus, every
+        position's): a rule that scores a token other than x0 reads it without a pass of its own."""
+        if self.focus is None:
+            return self.token_prob(tokens)
+        r, p = self._where
+        return self._spread(self._flat_token_prob(rows_of(tokens, r, p)), 0.0)
+
     def entropy_at_focus(self, fill: float) -> torch.Tensor:
         """[b, G] the entropy at the focus positions, `fill` elsewhere (a view with a focus only): a rule
         that ranks the focus positions fills the others with what ranks them last, with no op of its own."""

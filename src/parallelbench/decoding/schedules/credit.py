@@ -57,8 +57,7 @@ class CreditDecoding(Strategy):
         }
 
     def fused(self, view: StepView) -> tuple[torch.Tensor | None, torch.Tensor]:
-        """Update the credit of the candidates; return the fused (token, confidence) [b, G] (token
-        None where it is view.x0 throughout).
+        """Update the credit of the candidates; return the fused (token, confidence) [b, G].
 
         The state is updated in place with `where(..., out=)`, the kind the loop writes its block with
         (no `where` of another kind, no copy of new state tensors back into the loop's state).
@@ -86,12 +85,10 @@ class CreditDecoding(Strategy):
         # there; outside them nothing below is read): one op, where masked_fill needed three
         p_c = minus(p_top, other)
         held = has > now_top  # credit held by a token that is not the top one now: rare
-        found = torch.nonzero(held)  # (nonzero(as_tuple=True) is a costlier kind of its own)
-        if found.shape[0]:  # (index_select / gather / add rather than advanced indexing and sub: kinds the step runs)
-            r, p = found.unbind(1)  # (only here: most steps have no held slot)
-            logits = view.logits_at(held, r, p)
-            held_token = token.index_select(0, r).gather(1, p.view(-1, 1))
-            p_c[r, p] = torch.exp(minus(logits.gather(1, held_token).view(-1), logits.logsumexp(dim=-1)))
+        # its probability from the step's own softmax (held slots are candidates, the focus): no search
+        # for the held slots on the host and no second pass over their logits
+        ids = torch.where(held, token, top, out=top.clone())  # a valid id everywhere (token is -1 where unset)
+        torch.where(held, view.prob_at_focus(ids), p_c, out=p_c)
         # p_c is 0 at the candidates without a credit token (the top token is never -1), so the boost
         # needs no mask there
         boosted = p_c * torch.exp(torch.log1p(credit) * constant(o.fusion, credit))
@@ -99,8 +96,9 @@ class CreditDecoding(Strategy):
         z = minus(constant(1.0, p_c), p_c) + boosted
         pick_c = has > (other > boosted)  # has & boosted >= other (NaN: as ~(other > boosted))
         fused_p = torch.where(pick_c, boosted, other, out=other)
-        # the credit token differs from the top one only at held slots: without any, the tokens are x0
-        tokens = torch.where(pick_c, token, top, out=top.clone()) if found.shape[0] else None
+        # the credit token differs from the top one only at held slots: ids is the token where pick_c is
+        # and held, the top one elsewhere (where ids is the top one too)
+        tokens = torch.where(pick_c, ids, top, out=ids)
         return tokens, fused_p / z
 
     def step(self, view: StepView) -> Decision:
