@@ -41,7 +41,7 @@ import torch
 
 from parallelbench.decoding import selection
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
-from parallelbench.decoding.op_kinds import and_not, cached, constant, float32, minus, ramp
+from parallelbench.decoding.op_kinds import and_not, cached, constant, filled, float32, minus, ramp
 from parallelbench.decoding.view import PLAIN_UP_TO, Decision, Shift, StepView, width_for, winning_chunk
 
 POST_RULES = ("cumulative", "reset")
@@ -172,7 +172,7 @@ class IndelThreshold(Strategy):
         if r >= block + m:  # round r + 1 > block + m
             final = cached(("true", b, canvas.device), lambda: torch.ones(b, dtype=torch.bool, device=canvas.device))
         else:
-            final = (post >= constant(m, post)) if m > 0 else none_left
+            final = (constant(m - 1, post) < post) if m > 0 else none_left  # post >= m (lt: a kind the step runs)
 
         # an original mask whose argmax is the mask token takes its best other token: x is the argmax
         # without the mask token there (in the model's dtype: no float copy of the whole block)
@@ -213,13 +213,13 @@ class IndelThreshold(Strategy):
         _record_round(rounds, view, r, canvas, torch.where(writes, x, ids.vocab))
 
         # what the writes do: tokens, masks again, deletes and splits (then the shift)
-        hits = x.unsqueeze(2) == ids.order  # [b, G, 3]: x is the mask token, DELETE, SPLIT
+        hits = (x.unsqueeze(2) == ids.order) & writes.unsqueeze(2)  # [b, G, 3]: writes a mask, DELETE, SPLIT
         special = hits.amax(dim=2)
-        is_mask, is_delete, is_split = hits.unbind(2)
+        masks, deleted, split = hits.unbind(2)
         commit = and_not(m2t, special)  # a token written as such
         edit = and_not(and_not(t2t, special), same)
-        remask = t2t & is_mask
-        shift = _shift(editable, writes & is_delete, writes & is_split)
+        remask = t2t & masks
+        shift = _shift(editable, deleted, split)
         st["orig"] = and_not(orig.gather(1, shift.origin), shift.new)  # a slot keeps its mark; new masks have none
         st["post"] = post
         hold = and_not(writes.amax(dim=1), final)  # a final round, or one that writes nothing, ends the block
@@ -239,12 +239,12 @@ def _loop_escape(rounds: dict[str, Any], view: StepView, r: int, flat: torch.Ten
     seen_before = (seen == view.canvas.unsqueeze(1)).amin(dim=2).amax(dim=1)
     escape = and_not(seen_before & changing.amax(dim=1), final)
     # the least confident changing slot, the first on a tie (argmax of -p: the kinds the step runs)
-    at = torch.where(changing, minus(constant(0.0, p), p), NEG_INF).argmax(dim=1)
+    at = torch.where(changing, minus(constant(0.0, p), p), constant(NEG_INF, p)).argmax(dim=1)
     line = torch.add(at, ramp(0, b, torch.long, x.device), alpha=g)  # row * G + at
     pick = float32(flat.index_select(0, line))  # [b, V], a copy
     cap, vocab = rounds["written"].shape[2], flat.shape[1]
     banned = rounds["written"].view(-1, cap).index_select(0, torch.add(at, rows, alpha=g))[:, :r]
-    ban = torch.zeros((b, vocab + 1), dtype=torch.bool, device=x.device).scatter_(1, banned, True)
+    ban = filled(False, (b, vocab + 1), changing).scatter_(1, banned, True)
     pick.masked_fill_(ban[:, :vocab], NEG_INF)
     pick.select(1, view.mask_id).masked_fill_(orig_masks.reshape(-1).index_select(0, line), NEG_INF)
     slot = escape.unsqueeze(1) & (ramp(0, g, torch.long, x.device) == at.unsqueeze(1))
@@ -275,7 +275,7 @@ def _vocab_choices(logits: torch.Tensor, mask_id: int, delete_id: int, split_id:
     if no_mask is not None:
         aside.select(1, 0).masked_fill_(no_mask.reshape(-1), NEG_INF)
     top = torch.maximum(clean_value, aside.amax(dim=1))
-    first_aside = torch.where(aside == top.unsqueeze(1), ids.order, v).amin(dim=1)
+    first_aside = torch.where(aside == top.unsqueeze(1), ids.order, ids.vocab).amin(dim=1)
     x = torch.where(clean_value == top, torch.minimum(clean, first_aside), first_aside)
     p = _softmax_at(flat, x.unsqueeze(1))
     return x.view(b, g), clean.view(b, g), p.view(b, g), flat
@@ -334,7 +334,8 @@ def _softmax_at(flat: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
 
 
 def _shift(editable: torch.Tensor, deleted: torch.Tensor, split: torch.Tensor) -> Shift:
-    """[b, G] the slot whose content each slot holds after the edit operations, -1 for a new mask.
+    """The edit operations' Shift: per slot of [b, G], the slot whose content it holds afterwards, -1 for
+    a new mask (with `new` and `origin`, and the inserts and deletes per row).
 
     The editable slots, read in order, are a sequence: a DELETE slot contributes nothing, a SPLIT
     slot a new mask then its own content, any other slot its content. That sequence, cut or padded
@@ -346,7 +347,7 @@ def _shift(editable: torch.Tensor, deleted: torch.Tensor, split: torch.Tensor) -
     g = editable.shape[1]
     counts, splits, deletes = torch.stack((editable, split, deleted)).cumsum(dim=2)  # (DELETE and SPLIT are editable)
     end = minus(counts + splits, deletes)
-    src = torch.searchsorted(end, counts).clamp(max=g - 1)
+    src = torch.minimum(torch.searchsorted(end, counts), constant(g - 1, end))  # a valid index (clamp's kind spared)
     new = and_not(editable, counts == end.gather(1, src))
     origin = torch.where(editable, src, ramp(0, g, torch.long, editable.device))
     source = torch.where(new, constant(-1, origin), origin)
