@@ -16,7 +16,9 @@ API, no records, no windowing, no state):
            indel-threshold did each step until its fifth pass), then the top1 commit;
 - indel:   indel-threshold's own vocabulary pass since then (`_vocab_choices`: one chunked search
            for the best token outside mask / DELETE / SPLIT, the three columns, a softmax over the
-           block), then the top1 commit.
+           block), then the top1 commit (a second vocabulary pass: an upper bound of indel's floor);
+- indel1:  that pass alone, its own argmax and probability committing each row's best masked slot
+           (the least an indel-threshold step can do: its floor).
 
 Right after a forward the first op of each kind in a step costs tens of microseconds on this
 machine (its code has left the caches), so these floors are far above the ops' warm cost.
@@ -64,6 +66,13 @@ def step(kind: str, logits: torch.Tensor, masked: torch.Tensor, canvas: torch.Te
         logits.topk(5, dim=-1)
     if kind == "indel":
         _vocab_choices(logits, 0, 2, 3)  # the stand-in's mask id, and bench_strategies.py's DELETE / SPLIT
+    if kind == "indel1":  # the pass's own argmax and probability commit: no second vocabulary pass
+        x, _, p, _ = _vocab_choices(logits, 0, 2, 3, no_mask=masked)
+        best = torch.where(masked, p, -1.0).argmax(dim=1, keepdim=True)
+        canvas.scatter_(1, best, x.gather(1, best))
+        masked.scatter_(1, best, False)
+        int(masked.sum())
+        return
     r, p = torch.nonzero_static(masked, size=n).unbind(1)
     probs = torch.softmax(logits[r, p], dim=-1)
     probs[:, 0] = 0.0
@@ -109,7 +118,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=7, help="decodes per kind (median)")
     ap.add_argument("--blocks", type=int, default=8, help="block length, a divisor of 32")
-    ap.add_argument("--kinds", default="top1,softmax,lse,indel,block3")
+    ap.add_argument("--kinds", default="top1,softmax,lse,indel,indel1,block3")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, one decode per kind: a seconds-long smoke run")
     args = ap.parse_args()
     if args.quick:
@@ -119,7 +128,7 @@ def main() -> None:
     if args.repeats < 1 or args.blocks < 1 or GEN % args.blocks:
         sys.exit(f"error: --repeats must be >= 1 and --blocks a divisor of {GEN}; got {args.repeats}, {args.blocks}")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    known = ("top1", "softmax", "lse", "indel", "block3")
+    known = ("top1", "softmax", "lse", "indel", "indel1", "block3")
     unknown = [k for k in kinds if k not in known]
     if unknown:
         sys.exit(f"error: unknown kind {unknown[0]!r} in --kinds; choose from {', '.join(known)}")

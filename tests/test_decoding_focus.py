@@ -60,6 +60,23 @@ def test_focus_quantities_equal_the_full_ones_at_focus_positions():
     assert torch.equal(hot_full.confidence[focus], hot_narrow.confidence[focus])
 
 
+def test_prob_at_focus_is_the_token_probability_at_focus_and_zero_elsewhere():
+    g = torch.Generator().manual_seed(1)
+    logits = torch.randn(3, 12, 40, generator=g) * 3
+    masked = torch.rand(3, 12, generator=g) < 0.7
+    focus = masked & (torch.rand(3, 12, generator=g) < 0.6)
+    tokens = torch.randint(0, 40, (3, 12), generator=g)
+    tokens[tokens == MASK] = MASK + 1
+    narrow, full = _view(logits, masked, focus), _view(logits, masked, None)
+    got = narrow.prob_at_focus(tokens)
+    want = torch.softmax(logits, dim=-1).gather(2, tokens.unsqueeze(2)).squeeze(2)
+    assert torch.allclose(got[focus], want[focus], rtol=1e-6, atol=0)
+    assert torch.equal(got[~focus], torch.zeros_like(got[~focus]))
+    assert torch.equal(full.prob_at_focus(tokens)[focus], got[focus])
+    at_mask = narrow.prob_at_focus(torch.full_like(tokens, MASK))  # the mask token is never proposed
+    assert torch.equal(at_mask, torch.zeros_like(at_mask))
+
+
 def test_entropy_formula_matches_entr_including_zero_and_one_hot_rows():
     g = torch.Generator().manual_seed(3)
     logits = torch.randn(6, 30, generator=g) * torch.tensor([0.1, 1, 5, 30, 1, 1]).unsqueeze(1)

@@ -162,6 +162,47 @@ def test_credit_commits_a_stable_position_after_it_accumulates_credit():
     assert run(model, "credit", 6, threshold=0.94, fusion=0.0).tokens_per_step == [1] * 6  # no credit: plain rule
 
 
+def test_credit_held_by_a_token_that_is_no_longer_the_top_one_fuses_its_own_probability():
+    """A slot whose credit token lost the top place: its fused confidence is the credited token's
+    softmax probability p_c boosted as in the module docstring, p_c e^d / (1 - p_c + p_c e^d) with
+    d = fusion log(1 + credit), when that beats the top token's; the top token's p otherwise."""
+    from parallelbench.decoding.view import StepView
+
+    strategy = build_strategy("credit", threshold=0.99)
+    o = strategy.options
+    b, width, vocab, mask = 2, 4, 12, 11
+    masked = torch.ones(b, width, dtype=torch.bool)
+    state = strategy.init_state(b, width, torch.device("cpu"))
+    state["credit_token"][:] = 3  # every slot: credit held by token 3 ...
+    state["credit"][:] = torch.tensor([[2.0, 1.5, 3.0, 0.05], [4.0, 1.3, 2.0, 6.0]])
+    logits = torch.zeros(b, width, vocab)
+    logits[..., 5] = 3.0  # ... while token 5 is the top one now (p_5 > p_3)
+    logits[..., 3] = torch.tensor([[2.5, 2.9, 1.0, 2.0], [0.0, 2.0, 2.5, 1.5]])
+    credit_before = state["credit"].clone()
+    view = StepView(
+        logits=logits, canvas=torch.full((b, width), mask), masked=masked, editable=torch.ones_like(masked),
+        block_of=torch.zeros(width, dtype=torch.long), block=torch.zeros(b, dtype=torch.long),
+        block_step=torch.zeros(b, dtype=torch.long), step=torch.zeros(b, dtype=torch.long), rows=torch.arange(b),
+        rng_keys=torch.arange(b), temperature=0.0, mask_id=mask, eos_id=1, num_blocks=1, block_length=width,
+        commit_conf=torch.zeros(b, width), state=state, focus=masked, focus_masked=True,
+    )
+    tokens, conf = strategy.fused(view)
+    p = torch.softmax(logits.double(), dim=-1)
+    p_top = p[..., 5]
+    decayed, gain = credit_before.double() * o.decay, p_top ** o.exponent
+    held = gain <= decayed  # the larger credit keeps its token: 3 stays where its decayed credit wins
+    credit = torch.where(held, decayed, gain)
+    p_c = torch.where(held, p[..., 3], p_top)
+    boosted = p_c * torch.exp(o.fusion * torch.log1p(credit))
+    other = torch.where(held, p_top, 0.0)  # the top token's p where it is not the credited one
+    pick = boosted >= other
+    want = torch.where(pick, boosted, other) / (1 - p_c + boosted)
+    assert (held & pick).any() and (held & ~pick).any() and (~held).any()  # each case is exercised
+    assert torch.equal(tokens, torch.where(held & pick, 3, 5))
+    assert torch.allclose(conf.double(), want, rtol=1e-5, atol=0)
+    assert torch.allclose(state["credit"].double(), credit, rtol=1e-6, atol=0)
+
+
 # ---------------------------------------------------------------- edit-threshold
 class Revisiting:
     """The ideal model, but a committed position is predicted from the rest (it is masked for that

@@ -425,3 +425,50 @@ def test_the_vocabulary_pass_equals_argmax_with_the_columns_at_minus_infinity(ro
         probs = torch.softmax(logits, dim=-1)
         assert torch.equal(p, probs.gather(-1, x.unsqueeze(-1)).squeeze(-1))
         assert torch.equal(p_other, probs.gather(-1, other.unsqueeze(-1)).squeeze(-1))
+
+
+def test_a_shift_given_by_its_source_alone_moves_slots_like_one_with_everything_given():
+    """A third-party strategy may build `Shift(source=...)` only, in any integer dtype: the loop then
+    derives the new masks and the gather index itself, with the same decode as a shift that hands them over."""
+    from parallelbench.decoding.view import Shift
+
+    base = type(build_strategy("confidence-topk"))
+
+    class DeleteFirstOnce(base):
+        rewrites = True
+        requires_block_causal = True
+        full = False
+
+        def step(self, view):
+            decision = super().step(view)
+            b, g = view.canvas.shape
+            # at steps 1 and 3, a row's first written slot of the block is deleted: the later slots move
+            # left and a new mask enters last
+            written = ~view.masked & view.editable
+            hit = written.any(dim=1) & (view.t in (1, 3))
+            first = written.long().argmax(dim=1, keepdim=True)
+            j = torch.arange(g).expand(b, g)
+            left = torch.where(j >= first, j + 1, j)
+            left = torch.where(left >= g, -1, left)
+            source = torch.where(hit.unsqueeze(1), left, j)
+            counts = dict(inserts=torch.zeros(b, dtype=torch.long), deletes=hit.long())
+            if self.full:
+                shift = Shift(source=source, new=source < 0, origin=source.clamp(min=0), **counts)
+            else:
+                shift = Shift(source=source.to(torch.int32), **counts)
+            decision.shift = shift
+            decision.commit = decision.commit & ~hit.unsqueeze(1)  # nothing else moves in that step
+            return decision
+
+    prompts = [[3, 4, 5], [6], [7, 8, 9, 10, 11]]
+    runs = []
+    for full in (False, True):
+        strategy = DeleteFirstOnce(k=1, block_length=4)
+        strategy.full = full
+        for cache in ("none", "block"):
+            model = ToyBlockNet(vocab=40, cache_mode=cache, default_block_length=4)
+            runs.append(decode(model, prompts, gen_length=8, strategy=strategy, seed=0))
+    ref = [(r.tokens, r.nfe, r.order, sorted(r.extra.items())) for r in runs[0]]
+    for other in runs[1:]:
+        assert [(r.tokens, r.nfe, r.order, sorted(r.extra.items())) for r in other] == ref
+    assert sum(r.extra["deletes"] for r in runs[0]) >= 3

@@ -93,7 +93,7 @@ def _shift_on(shift: Shift, device: torch.device) -> Shift:
     inserts, deletes = _on(shift.inserts, device, torch.long), _on(shift.deletes, device, torch.long)
     if new is shift.new and origin is shift.origin and inserts is shift.inserts and deletes is shift.deletes:
         return shift
-    return Shift(source=_on(shift.source, device, torch.long), inserts=inserts, deletes=deletes, new=new, origin=origin)
+    return Shift(source=shift.source, inserts=inserts, deletes=deletes, new=new, origin=origin)  # (source: not read)
 
 
 def _window_state(state: dict[str, Any], win: _Window, n_live: int, width: int) -> dict[str, Any]:
@@ -135,7 +135,7 @@ def _log_step(log: RepairLog, win: _Window, region: torch.Tensor, masked: torch.
               drafted: torch.Tensor, shift: Any, fill: torch.Tensor | None) -> None:
     """The repair record of one step, over the whole region of every live row (rows that sat the step
     out change nothing). `drafted`: the step's block after its commits and shifts, before its edits;
-    `fill`: the step rows' `stop_at_eos` fill over the whole region; `shift` on the device, in long."""
+    `fill`: the step rows' `stop_at_eos` fill over the whole region; `shift` on the device, in long (`new` in bool)."""
     n, width = region.shape
     if shift is not None:  # the block's columns of the step's rows move
         log.move(shift.new, shift.origin, shift.inserts, shift.deletes, win.c0, win.idx)

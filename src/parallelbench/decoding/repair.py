@@ -106,8 +106,9 @@ class RepairLog:
         A step's commits and edits touch different slots, so each slot changes at most once.
 
         Runs after every step of a rewriting strategy, so it sticks to the few op kinds the loop
-        already runs (`==` against tensors, `~`, `&`, `where`; `a & ~b` as `b < a`, op_kinds.and_not): on the CPU the first op of each
-        kind in a step is what costs (decoding/op_kinds.py). `first` and `last` are -1 at the same slots (never written)."""
+        already runs (`==` against tensors, `~`, `&`, `where`; `a & ~b` as `b < a`, op_kinds.and_not):
+        on the CPU the first op of each kind in a step is what costs (decoding/op_kinds.py). `first`
+        and `last` are -1 at the same slots (never written)."""
         if self._deferred:  # applied in _settle; copies of what the loops write in place later (both
             # loops hand over a `drafted` and a `fill` of the step's own: kept as they are)
             self._kept.append((drafted, gen.clone(), masked.clone(), fill, place))

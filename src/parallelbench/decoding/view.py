@@ -155,26 +155,27 @@ def entropy_of(logits: torch.Tensor, probs: torch.Tensor, top: torch.Tensor, top
     return minus(weighted.mul_(probs).nansum(dim=-1), top.log() * probs.sum(dim=-1))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Shift:
     """Insert / delete edits of the active block (`indel-threshold`), applied after the step's other
     writes: slot j of the block then holds what slot `source[j]` held (its token, mask, commit step
     and edit history), or a new mask where `source[j]` is -1. Slots that are not editable keep their
-    place (source[j] = j). Block-causal loop only: the block keeps its length."""
+    place (source[j] = j). Block-causal loop only: the block keeps its length. Frozen: `new` and
+    `origin` are derived from `source` when it is made, and the loop reads them, not `source`."""
 
     source: torch.Tensor  # [b, G] long: the slot each slot's content comes from, -1 = a new mask
     inserts: torch.Tensor  # [b] long: insert operations applied (repair record)
     deletes: torch.Tensor  # [b] long: delete operations applied (repair record)
     # source < 0, and source with -1 read as 0 (an index to gather with): derived here unless the
-    # strategy has them at hand, so the loop and the repair record compute them once between them
-    new: torch.Tensor | None = None
-    origin: torch.Tensor | None = None
+    # strategy has them at hand (None), so the loop and the repair record compute them once between them
+    new: torch.Tensor = None  # type: ignore[assignment]
+    origin: torch.Tensor = None  # type: ignore[assignment]
 
     def __post_init__(self):
         if self.new is None:
-            self.new = self.source < 0
+            object.__setattr__(self, "new", self.source < 0)
         if self.origin is None:
-            self.origin = self.source.clamp(min=0)
+            object.__setattr__(self, "origin", self.source.clamp(min=0))
 
 
 @dataclass

@@ -56,7 +56,7 @@ class CreditDecoding(Strategy):
             "credit": torch.zeros((batch_size, gen_length), dtype=torch.float32, device=device),
         }
 
-    def fused(self, view: StepView) -> tuple[torch.Tensor | None, torch.Tensor]:
+    def fused(self, view: StepView) -> tuple[torch.Tensor, torch.Tensor]:
         """Update the credit of the candidates; return the fused (token, confidence) [b, G].
 
         The state is updated in place with `where(..., out=)`, the kind the loop writes its block with

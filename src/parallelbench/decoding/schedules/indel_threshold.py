@@ -154,9 +154,10 @@ class IndelThreshold(Strategy):
         b, g = canvas.shape
         block = view.block_length
         # this round's index within the block, the same for every row: on the host (the loop gives it)
+        # (a view built by hand without it: one host read, every row on the same round as in the loop)
         r = view.block_round if view.block_round is not None else int(view.block_step[0])
         if r == 0:  # a new block: its masks are the original ones, no post-edit round counted yet
-            orig, post = masked, cached(("zeros", b, canvas.device), lambda: torch.zeros(b, dtype=torch.long,
+            orig, post = masked, cached(("indel-post0", b, canvas.device), lambda: torch.zeros(b, dtype=torch.long,
                                                                                        device=canvas.device))
         else:
             orig, post = st["orig"], st["post"]
@@ -170,7 +171,7 @@ class IndelThreshold(Strategy):
             post = torch.where(none_left, post + 1, 0)
         m = o.post_steps
         if r >= block + m:  # round r + 1 > block + m
-            final = cached(("true", b, canvas.device), lambda: torch.ones(b, dtype=torch.bool, device=canvas.device))
+            final = cached(("indel-final", b, canvas.device), lambda: torch.ones(b, dtype=torch.bool, device=canvas.device))
         else:
             final = (constant(m - 1, post) < post) if m > 0 else none_left  # post >= m (lt: a kind the step runs)
 
