@@ -256,9 +256,9 @@ def decode_block_causal(
         at = masked * shifted  # each masked column's block - n_blocks; 0 elsewhere
         act = own = at.amin(dim=1)  # active block - n_blocks; 0: no masked column
         if holding:
-            act = torch.where(held, a_held - n_blocks, act)
+            act = torch.where(held, constant(a_held - n_blocks, act), act)
         if done is not None:
-            act = act.masked_fill(done, 1)
+            act = act.masked_fill_(done, 1)  # in place (act is amin's or where's; own is read only without done)
         parts = [act, kv_upto]
         if counted:  # masked columns in the row's block (its leftmost masked block when it holds none)
             in_act = masked & (shifted == act.view(-1, 1)) if holding else at == act.view(-1, 1)
@@ -461,9 +461,9 @@ def decode_block_causal(
                 torch.where(remask, constant(True, new_masked), new_masked, out=new_masked)
                 torch.where(remask, constant(-1, c_order), c_order, out=c_order)
             else:
-                new_gen = torch.where(remask, mask_id, new_gen)
+                new_gen = torch.where(remask, constant(mask_id, new_gen), new_gen)
                 new_masked = new_masked | remask
-                c_order = torch.where(remask, -1, c_order)
+                c_order = torch.where(remask, constant(-1, c_order), c_order)
             n_remask = (remask & slots).sum(dim=1)
             c_remasks = win.rows(remasks) + n_remask
             if net is not None:
@@ -513,7 +513,7 @@ def decode_block_causal(
         own_done = c_held is not None or holding or stops  # finished rows decided here, not by the read
         if own_done:
             c_all_masked = win.rows(masked)
-            c_done = ~c_all_masked.any(dim=1)
+            c_done = ~c_all_masked.amax(dim=1)  # any() as amax: a kind strategies run
         if c_held is not None:
             c_done = c_done & ~c_held
         if stops:  # stop once the block holding the first EOS is complete

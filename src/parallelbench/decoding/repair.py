@@ -223,7 +223,7 @@ class RepairLog:
 
 def _placed(drafted: torch.Tensor, gen: torch.Tensor, place: "Callable[[torch.Tensor, torch.Tensor], None]") -> torch.Tensor:
     """The whole region's draft: `gen` where the step drafted nothing, `drafted` placed over it."""
-    full = gen.clone()
+    full = torch.add(gen, constant(0, gen))  # a copy (of token ids: exact) in add's kind, which the step runs
     place(full, drafted)
     return full
 

@@ -36,7 +36,8 @@ def top_by_rank(scores: torch.Tensor, candidates: torch.Tensor, k: torch.Tensor)
     cost more right after the model's forward than a few comparisons of the kinds the step runs
     anyway, on a block of a few slots. A slot's place in that order is the number of slots before it:
     the later slots that score higher and the earlier ones that score at least as high."""
-    s = float32(scores).masked_fill(~candidates, NEG_INF)  # non-candidates sort last
+    s = float32(scores)
+    s = torch.where(candidates, s, constant(NEG_INF, s))  # non-candidates sort last
     g = s.shape[1]
     later = cached(("later", g, s.device), lambda: torch.ones(g, g, dtype=torch.bool, device=s.device).triu(1))
     earlier = cached(("earlier", g, s.device), lambda: torch.ones(g, g, dtype=torch.bool, device=s.device).tril(-1))

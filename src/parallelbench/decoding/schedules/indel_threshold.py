@@ -41,7 +41,7 @@ import torch
 
 from parallelbench.decoding import selection
 from parallelbench.decoding.strategy import DecodeOptions, Strategy, option_error, register_strategy
-from parallelbench.decoding.op_kinds import and_not, cached, constant, filled, float32, minus, ramp
+from parallelbench.decoding.op_kinds import and_not, cached, constant, float32, minus, ramp
 from parallelbench.decoding.view import PLAIN_UP_TO, Decision, Shift, StepView, width_for, winning_chunk
 
 POST_RULES = ("cumulative", "reset")
@@ -211,10 +211,11 @@ class IndelThreshold(Strategy):
         if r > 0:  # (round 0 has no earlier state to meet again)
             x = _loop_escape(rounds, view, r, flat, x, p, and_not(writes, same), final, orig_masks)
             same = x == canvas
-        _record_round(rounds, view, r, canvas, torch.where(writes, x, ids.vocab))
+        wrote = torch.where(writes, x, ids.vocab)  # the vocabulary size ("none") where nothing is written
+        _record_round(rounds, view, r, canvas, wrote)
 
         # what the writes do: tokens, masks again, deletes and splits (then the shift)
-        hits = (x.unsqueeze(2) == ids.order) & writes.unsqueeze(2)  # [b, G, 3]: writes a mask, DELETE, SPLIT
+        hits = wrote.unsqueeze(2) == ids.order  # [b, G, 3]: writes a mask, DELETE, SPLIT ("none" is none of them)
         special = hits.amax(dim=2)
         masks, deleted, split = hits.unbind(2)
         commit = and_not(m2t, special)  # a token written as such
@@ -242,12 +243,24 @@ def _loop_escape(rounds: dict[str, Any], view: StepView, r: int, flat: torch.Ten
     # the least confident changing slot, the first on a tie (argmax of -p: the kinds the step runs)
     at = torch.where(changing, minus(constant(0.0, p), p), constant(NEG_INF, p)).argmax(dim=1)
     line = torch.add(at, ramp(0, b, torch.long, x.device), alpha=g)  # row * G + at
-    pick = float32(flat.index_select(0, line))  # [b, V], a copy
     cap, vocab = rounds["written"].shape[2], flat.shape[1]
-    banned = rounds["written"].view(-1, cap).index_select(0, torch.add(at, rows, alpha=g))[:, :r]
-    ban = filled(False, (b, vocab + 1), changing).scatter_(1, banned, True)
-    pick.masked_fill_(ban[:, :vocab], NEG_INF)
-    pick.select(1, view.mask_id).masked_fill_(orig_masks.reshape(-1).index_select(0, line), NEG_INF)
+    # the slot's logits, in the model's dtype (argmax is the same in float32), in a buffer with one
+    # column more whose -inf takes the "none" id (vocab) of the records: the bans are scattered into
+    # the logits themselves, no [b, V] mask is made or applied
+    pick = rounds.get(("pick", b))
+    if pick is None or pick.dtype != flat.dtype:
+        pick = rounds[("pick", b)] = torch.full((b, vocab + 1), NEG_INF, dtype=flat.dtype, device=x.device)
+    torch.index_select(flat, 0, line, out=pick[:, :vocab])
+    at_row = line if b == rounds["rows"] else torch.add(at, rows, alpha=g)  # the record's line (rows: 0..b-1)
+    banned = rounds["written"].view(-1, cap).index_select(0, at_row)  # [b, cap], a copy
+    orig_at = orig_masks.reshape(-1).index_select(0, line)
+    if r < cap:  # column r (this round's, not yet recorded) bans the mask token at an original mask
+        torch.where(orig_at, constant(view.mask_id, banned), constant(vocab, banned), out=banned[:, r])
+        banned = banned[:, : r + 1]
+    else:
+        banned = banned[:, :r]
+        pick.select(1, view.mask_id).masked_fill_(orig_at, NEG_INF)
+    pick.scatter_(1, banned, NEG_INF)
     slot = escape.unsqueeze(1) & (ramp(0, g, torch.long, x.device) == at.unsqueeze(1))
     return torch.where(slot, pick.argmax(dim=1, keepdim=True), x)
 
@@ -320,7 +333,9 @@ def _best_outside(flat: torch.Tensor, ids: _SetAside) -> tuple[torch.Tensor, tor
     blocks = flat.view(n, v // w, w) if flat.is_contiguous() else flat.reshape(n, v // w, w)
     chunk_max = blocks.amax(dim=-1)
     fixed = blocks.index_select(1, ids.chunks).masked_fill_(ids.chunk_ban, NEG_INF).amax(dim=-1)
-    values, block = chunk_max.index_copy_(1, ids.chunks, fixed).max(dim=-1)  # the first chunk holding it
+    chunk_max.index_copy_(1, ids.chunks, fixed)
+    # max(dim) as amax and argmax (the first chunk holding it): kinds the step runs, max(dim) is not
+    values, block = chunk_max.amax(dim=-1), chunk_max.argmax(dim=-1)
     inner = winning_chunk(blocks, block).masked_fill_(ids.ban.index_select(0, block), NEG_INF).argmax(dim=-1)
     return values, torch.add(inner, block, alpha=w)  # block * w + inner in one op
 
