@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from parallelbench.decoding.op_kinds import and_not, constant
+from parallelbench.decoding.op_kinds import and_not, cached, constant
 
 REPAIR_KEYS = ("edits", "inserts", "deletes", "unmask_tokens", "first_tokens")
 
@@ -48,24 +48,33 @@ class RepairLog:
         two ops per step instead of thirty, which on the CPU is most of the record's cost."""
         written = editable & ~masked
         self.mask_id = mask_id
-        self.first = torch.where(written, gen, torch.full_like(gen, -1))
-        self.last = self.first.clone()  # the last token each slot held (-1: never written)
-        self.original = masked.clone()  # original masks not filled yet
+        # `first` and `last` (the last token each slot held) are the two rows of one tensor, so that a
+        # shift moves both in one gather; a slot never written holds -1 in both, except in `last` where
+        # it is an original mask not filled yet: -2 (`original` reads it there, nothing more to move)
+        never = cached(("repair-never", gen.dtype, gen.device),
+                       lambda: torch.stack((constant(-1, gen), constant(-2, gen))).view(2, 1, 1))
+        self._record = torch.where(written, gen, torch.where(masked, never, constant(-1, gen)))
+        self.first, self.last = self._record.unbind(0)
         self.pending = masked.any(dim=1)  # rows whose unmask snapshot is still to come
         self.unmask = gen.clone()  # final for rows not pending; overwritten when they stop pending
         self.edits = torch.zeros(gen.shape[0], dtype=torch.long, device=gen.device)
         self.inserts, self.deletes = torch.zeros_like(self.edits), torch.zeros_like(self.edits)
-        # the mask id and the never-written mark as tensors, made once: `update` compares with them
-        self._mask = torch.full((), mask_id, dtype=gen.dtype, device=gen.device)
-        self._unset = torch.full((), -1, dtype=gen.dtype, device=gen.device)
+        # the mask id and the never-written mark as tensors (cached, read only): `update` compares with them
+        self._mask, self._unset = constant(mask_id, gen), constant(-1, gen)
         self._deferred = deferred
         self._kept: list[tuple[Any, ...]] = []  # update's arguments, step by step
         self._editable = editable
 
+    @property
+    def original(self) -> torch.Tensor:
+        """Original masks not filled yet."""
+        return self.last == constant(-2, self.last)
+
     def keep(self, keep: torch.Tensor) -> None:
         """Drop the rows that finished (`keep` [b] bool, as the loop does with its own tensors)."""
         self._settle()
-        self.first, self.last, self.original = self.first[keep], self.last[keep], self.original[keep]
+        self._record = self._record[:, keep]
+        self.first, self.last = self._record.unbind(0)
         self.pending, self.unmask, self.edits = self.pending[keep], self.unmask[keep], self.edits[keep]
         self.inserts, self.deletes = self.inserts[keep], self.deletes[keep]
 
@@ -75,16 +84,16 @@ class RepairLog:
         of the rows `rows` (live-row positions; None: every row): slot j there continues the record of
         slot origin[j] (counted from c0; [b, G]), or is a new mask where new[j] (never written, not
         original). A record that moves is kept step by step from then on (indel-threshold moves most
-        steps); only the moved columns are gathered, written in place where every row moves."""
+        steps); only the moved columns are gathered (`first` and `last` together, and with them
+        `original`), written in place where every row moves."""
         self._settle()
         self._deferred = False
-        c1 = c0 + new.shape[1]
-        for name, fresh in (("first", self._unset), ("last", self._unset), ("original", constant(False, new))):
-            part = getattr(self, name)[:, c0:c1]
-            if rows is None:
-                torch.where(new, fresh, part.gather(1, origin), out=part)
-            else:
-                part.index_copy_(0, rows, torch.where(new, fresh, part.index_select(0, rows).gather(1, origin)))
+        part = self._record[:, :, c0 : c0 + new.shape[1]]
+        at = torch.stack((origin, origin))  # (stack: a kind the step runs; expand is not)
+        if rows is None:
+            torch.where(new, self._unset, part.gather(2, at), out=part)
+        else:
+            part.index_copy_(1, rows, torch.where(new, self._unset, part.index_select(1, rows).gather(2, at)))
         if rows is None:
             self.inserts, self.deletes = self.inserts + inserts, self.deletes + deletes
         else:
@@ -108,7 +117,8 @@ class RepairLog:
         Runs after every step of a rewriting strategy, so it sticks to the few op kinds the loop
         already runs (`==` against tensors, `~`, `&`, `where`; `a & ~b` as `b < a`, op_kinds.and_not):
         on the CPU the first op of each kind in a step is what costs (decoding/op_kinds.py). `first`
-        and `last` are -1 at the same slots (never written)."""
+        and `last` are negative at the same slots (never written); both are written in place (they are
+        views of the record `move` moves)."""
         if self._deferred:  # applied in _settle; copies of what the loops write in place later (both
             # loops hand over a `drafted` and a `fill` of the step's own: kept as they are)
             self._kept.append((drafted, gen.clone(), masked.clone(), fill, place))
@@ -120,10 +130,9 @@ class RepairLog:
             drafted = _placed(drafted, gen, place)
         holes = drafted == self._mask
         drafted_w = and_not(editable, holes)
-        unseen = self.last == self._unset  # never written before this step (never editable ones included)
+        zero = constant(0, self.last)
+        unseen = self.last < zero  # never written before this step (never editable ones included)
         last = torch.where(drafted_w, drafted, self.last)
-        # an unseen slot's first token is what it holds now (-1 if still nothing): `last`
-        first = torch.where(unseen, last, self.first)
         written = and_not(editable, masked)
         # an edit: a written slot now holding another token than the last one it held; as commits and
         # edits touch different slots, that is a re-commit with another token or a token-to-token edit
@@ -132,18 +141,19 @@ class RepairLog:
         # a hole shows the last token it held; elsewhere `last` is the drafted token (seen slots) and
         # an unseen slot shows what was drafted (the mask for a new mask never written)
         snapshot = torch.where(unseen, drafted, last)
+        # an unseen slot's first token is what it holds now if it was drafted (else still -1)
+        torch.where(unseen & drafted_w, drafted, self.first, out=self.first)
         if fill is not None:
             changed = changed & ~fill
-            first = torch.where(written & (first == self._unset), gen, first)  # masks the fill wrote
-            holes = holes & ~fill
+            torch.where(written & (self.first == self._unset), gen, self.first, out=self.first)  # masks the fill wrote
             snapshot = torch.where(fill, gen, snapshot)
         self.edits = self.edits + changed.sum(dim=1)
-        self.first = first
-        self.original = self.original & holes
+        # an original mask stays one (-2) while it is a hole the step did not fill: neither drafted
+        # nor written (the fill writes; a hole is otherwise still masked after the step)
+        torch.where(written, gen, last, out=self.last)
         left = self.original.amax(dim=1)  # any()
         self.unmask = torch.where(and_not(self.pending, left).unsqueeze(1), snapshot, self.unmask)
         self.pending = self.pending & left
-        self.last = torch.where(written, gen, last)
 
     def _settle(self) -> None:
         """Apply the updates kept since the last settle, all steps at once: `update`'s rules as scans
@@ -181,7 +191,7 @@ class RepairLog:
         latest = torch.where(valid, at, 0).cummax(dim=0).values  # index into [start, events...]
         held = torch.cat([self.last.unsqueeze(0), events]).gather(0, torch.cat([torch.zeros_like(latest[:1]), latest]))
         before, drafted_last = held[0 : 2 * steps : 2], held[1 : 2 * steps : 2]  # before each step, after its draft
-        unseen = before == self._unset
+        unseen = before < constant(0, before)  # (-1, -2: never written)
         changed = written & ~(gen == torch.where(unseen, gen, before))
         snapshot = torch.where(unseen, drafted, drafted_last)
         if fill is not None:
@@ -192,16 +202,16 @@ class RepairLog:
         # a slot's first token is its first event's (the start's where it was written before)
         first_event = valid.to(torch.uint8).argmax(dim=0, keepdim=True)
         found = torch.where(valid.any(dim=0), events.gather(0, first_event).squeeze(0), self.first)
-        self.first = torch.where(self.first == self._unset, found, self.first)
-        self.last = held[-1]
+        torch.where(self.first == self._unset, found, self.first, out=self.first)
         # original masks still unfilled after each step, and the step at which a row's last one filled
+        # (an original mask left unfilled has no event: it keeps its -2 in `last`)
         original = self.original & holes.to(torch.uint8).cummin(dim=0).values.bool()
+        self.last.copy_(held[-1])
         left = original.amax(dim=2)  # [T, b]: any()
         now = self.pending & ~left[-1]
         at_step = (~left).to(torch.uint8).argmax(dim=0).view(1, -1, 1).expand(1, *snapshot.shape[1:])
         self.unmask = torch.where(now.unsqueeze(1), snapshot.gather(0, at_step).squeeze(0), self.unmask)
         self.pending = self.pending & left[-1]
-        self.original = original[-1]
 
     def finish(self, done: torch.Tensor, idx: torch.Tensor, out: dict[str, torch.Tensor], n_rows: int,
                cols: torch.Tensor | None = None) -> None:
