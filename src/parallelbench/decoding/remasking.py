@@ -113,9 +113,6 @@ class RunningConfidenceRemasking(TopKStrategy):
         k = self.options.k if self.options.steps is None else self.tokens_this_step(view)  # (an int: no full)
         target = committed.sum(dim=1) + k
         editable = view.in_active_block(view.editable)
-        if running.shape[1] <= selection.PAIRWISE_UP_TO:
-            keep = selection.top_by_rank(running, editable, target)
-        else:
-            keep = selection.top_k(running, editable, target)
+        keep = selection.top_by_rank(running, editable, target)
         # committed & ~keep as one comparison of bools (False < True), the kind of `<` above
         return Decision(commit=keep & view.masked, remask=keep < committed)

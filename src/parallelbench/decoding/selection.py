@@ -35,7 +35,10 @@ def top_by_rank(scores: torch.Tensor, candidates: torch.Tensor, k: torch.Tensor)
     the higher score first, the leftmost on a tie), without its sort and scatter: those two op kinds
     cost more right after the model's forward than a few comparisons of the kinds the step runs
     anyway, on a block of a few slots. A slot's place in that order is the number of slots before it:
-    the later slots that score higher and the earlier ones that score at least as high."""
+    the later slots that score higher and the earlier ones that score at least as high. Rows wider
+    than PAIRWISE_UP_TO slots (G^2 comparisons) go to top_k itself, so callers need no choice of their own."""
+    if scores.shape[1] > PAIRWISE_UP_TO:
+        return top_k(scores, candidates, k)
     s = float32(scores)
     s = torch.where(candidates, s, constant(NEG_INF, s))  # non-candidates sort last
     g = s.shape[1]

@@ -185,8 +185,7 @@ class IndelThreshold(Strategy):
         # (the union: when enough pass, the best `required` pass; when too few, they are among the best)
         k = o.min_k if o.steps is None else split_schedule(block, o.steps)[min(r, o.steps - 1)]
         required = minus(masked.sum(dim=1), n_orig) + k
-        best = selection.top_by_rank if g <= selection.PAIRWISE_UP_TO else selection.top_k
-        chosen = (masked & (constant(o.threshold, p) < p)) | best(p, masked, required)
+        chosen = (masked & (constant(o.threshold, p) < p)) | selection.top_by_rank(p, masked, required)
         past = none_left | final  # rows past their regular rounds: every mask
         m2t = torch.where(past.unsqueeze(1), masked, chosen)
         if m == 0:  # the round that fills the last original mask is the final one
