@@ -15,6 +15,7 @@ from block_causal_toy import ToyBlockNet
 from indel_threshold_reference import indel_generate
 
 from parallelbench.decoding import build_strategy, decode
+from parallelbench.decoding.schedules import indel_threshold
 
 MASK, EOS, DEL, SPLIT = 0, 1, 2, 3
 A, B, C, D, E, F, G = range(10, 17)
@@ -223,8 +224,11 @@ def keys(r):
                                                 ("edits", "inserts", "deletes", "first_tokens", "unmask_tokens")}}
 
 
+@pytest.mark.parametrize("read", [True, False], ids=["cpu-read", "no-read"])
 @pytest.mark.parametrize("params", SETTINGS, ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) or "defaults")
-def test_tokens_calls_and_repair_record_equal_the_reference_batched_and_alone(params):
+def test_tokens_calls_and_repair_record_equal_the_reference_batched_and_alone(params, read, monkeypatch):
+    # read=False: the step as on a GPU (no read of the device; the loop escape and the shift run every round)
+    monkeypatch.setattr(indel_threshold, "READ_ON_CPU", read)
     gen = 8
     net_kw, params = split_params(params)
     strategy = build_strategy("indel-threshold", **params)
@@ -409,7 +413,9 @@ def test_the_vocabulary_pass_equals_argmax_with_the_columns_at_minus_infinity(ro
             logits = torch.randint(0, 3, (rows, 2, v), generator=g).float()
             logits[: rows // 2, :, list(ids)] = 2.0
         mask_id, delete_id, split_id = ids
+        given = logits.clone()
         x, clean, p, _ = _vocab_choices(logits, mask_id, delete_id, split_id)
+        assert torch.equal(logits, given)  # the search's -inf columns are put back
         other, clean_too, p_other, _ = _vocab_choices(logits, mask_id, delete_id, split_id,
                                                       no_mask=torch.ones(logits.shape[:2], dtype=torch.bool))
         assert torch.equal(clean_too, clean)
@@ -425,6 +431,12 @@ def test_the_vocabulary_pass_equals_argmax_with_the_columns_at_minus_infinity(ro
         probs = torch.softmax(logits, dim=-1)
         assert torch.equal(p, probs.gather(-1, x.unsqueeze(-1)).squeeze(-1))
         assert torch.equal(p_other, probs.gather(-1, other.unsqueeze(-1)).squeeze(-1))
+        wide = torch.cat([logits, logits], dim=1)[:, 2:]  # non-contiguous views: a call's last columns,
+        padded = torch.cat([logits, logits[..., :1]], dim=-1)[..., :v]  # and rows of a wider vocabulary
+        for view in (wide, padded):
+            kept = view.clone()
+            assert torch.equal(_vocab_choices(view, mask_id, delete_id, split_id)[1], clean)
+            assert torch.equal(view, kept)
 
 
 def test_a_shift_given_by_its_source_alone_moves_slots_like_one_with_everything_given():

@@ -119,3 +119,26 @@ def test_greedy_edit_threshold_over_one_block_reads_once_per_step(cache):
     with count_host_syncs(model) as syncs:
         decode(model, PROMPTS, gen_length=16, strategy=build_strategy("edit-threshold", block_length=4, **params))
     assert syncs.outside > syncs.calls + SET_UP  # the bounded path's nonzero: the check above can fail
+
+
+@pytest.mark.parametrize("cache", ["none", "block"])
+def test_indel_threshold_reads_once_per_step_as_on_a_gpu_and_twice_on_the_cpu(cache, monkeypatch):
+    """indel-threshold off the CPU (READ_ON_CPU off: the step as on a GPU) reads nothing itself: one
+    read per call. On the CPU it reads once more per round after its first (does a row delete, split
+    or meet an earlier state?), where a read costs nothing and spares the loop escape and the shift."""
+    from parallelbench.decoding.schedules import indel_threshold
+    from test_decoding_indel import EditingToy
+
+    def model():
+        return EditingToy(boost=2.0, mask_free=True, scale=2.5, default_block_length=4, cache_mode=cache, eos_boost=1.0)
+
+    strategy = build_strategy("indel-threshold", threshold=0.3, edit_threshold=0.1, post_steps=3, block_length=4)
+    monkeypatch.setattr(indel_threshold, "READ_ON_CPU", False)
+    gpu_like, _ = _check(model(), strategy)
+    monkeypatch.setattr(indel_threshold, "READ_ON_CPU", True)
+    with count_host_syncs(m := model()) as syncs:
+        on_cpu = decode(m, PROMPTS, gen_length=16, strategy=strategy)
+    assert syncs.calls + SET_UP < syncs.outside <= 2 * syncs.calls + SET_UP, syncs.summary()
+    assert [(r.tokens, r.nfe, r.extra["deletes"], r.extra["inserts"]) for r in on_cpu] == [
+        (r.tokens, r.nfe, r.extra["deletes"], r.extra["inserts"]) for r in gpu_like]
+    assert sum(r.extra["deletes"] + r.extra["inserts"] for r in on_cpu) > 0  # the shift path ran too

@@ -83,11 +83,10 @@ class RepairLog:
         """Insert / delete shifts (`Decision.shift`), before the step's `update`, over columns c0 .. c0 + G
         of the rows `rows` (live-row positions; None: every row): slot j there continues the record of
         slot origin[j] (counted from c0; [b, G]), or is a new mask where new[j] (never written, not
-        original). A record that moves is kept step by step from then on (indel-threshold moves most
-        steps); only the moved columns are gathered (`first` and `last` together, and with them
-        `original`), written in place where every row moves."""
+        original). The updates kept so far are applied first (one kept step, as when the record moves
+        every step, by `update`'s own rules: _settle); only the moved columns are gathered (`first`
+        and `last` together, and with them `original`), written in place where every row moves."""
         self._settle()
-        self._deferred = False
         part = self._record[:, :, c0 : c0 + new.shape[1]]
         at = torch.stack((origin, origin))  # (stack: a kind the step runs; expand is not)
         if rows is None:
@@ -162,6 +161,14 @@ class RepairLog:
         the latest event before it, found with a running maximum of event indices."""
         kept, self._kept = self._kept, []
         if not kept:
+            return
+        if len(kept) == 1:  # one step (a record that moves every step): update's own rules, fewer ops than the scans
+            drafted, gen, masked, fill, place = kept[0]
+            self._deferred = False
+            try:
+                self.update(drafted, gen, masked, self._editable, fill, place)
+            finally:
+                self._deferred = True
             return
         gen = torch.stack([k[1] for k in kept])  # [T, b, G]
         if all(k[0] is not None and k[4] is None for k in kept):

@@ -45,6 +45,8 @@ from parallelbench.decoding.op_kinds import and_not, cached, constant, float32, 
 from parallelbench.decoding.view import PLAIN_UP_TO, Decision, Shift, StepView, width_for, winning_chunk
 
 POST_RULES = ("cumulative", "reset")
+# _needed: on the CPU, read whether the loop escape, the remask and the shift are needed (tests turn it off)
+READ_ON_CPU = True
 NEG_INF = float("-inf")
 
 
@@ -207,38 +209,69 @@ class IndelThreshold(Strategy):
             rounds["seen"] = torch.full((rounds["rows"], cap, g), -1, dtype=torch.long, device=canvas.device)
             rounds["written"] = torch.full((rounds["rows"], g, cap), view.logits.shape[-1], dtype=torch.long,
                                            device=canvas.device)
-        if r > 0:  # (round 0 has no earlier state to meet again)
-            x = _loop_escape(rounds, view, r, flat, x, p, and_not(writes, same), final, orig_masks)
-            same = x == canvas
+        # rows that meet an earlier state of the block (round 0 has none) and change a slot
+        again = _seen_again(rounds, view, r, and_not(writes, same), final) if r > 0 else None
         wrote = torch.where(writes, x, ids.vocab)  # the vocabulary size ("none") where nothing is written
+        hits = wrote.unsqueeze(2) == ids.order  # [b, G, 3]: writes a mask, DELETE, SPLIT ("none" is none of them)
+        escapes, remasks, shifts = _needed(again, hits)
+        if escapes:
+            x = _loop_escape(rounds, view, r, flat, x, p, and_not(writes, same), again, orig_masks)
+            same = x == canvas
+            wrote = torch.where(writes, x, ids.vocab)
+            hits = wrote.unsqueeze(2) == ids.order
+            remasks = shifts = True  # (the read was of the writes before the escape)
         _record_round(rounds, view, r, canvas, wrote)
 
         # what the writes do: tokens, masks again, deletes and splits (then the shift)
-        hits = wrote.unsqueeze(2) == ids.order  # [b, G, 3]: writes a mask, DELETE, SPLIT ("none" is none of them)
-        special = hits.amax(dim=2)
         masks, deleted, split = hits.unbind(2)
+        special = hits.amax(dim=2) if shifts else masks
         commit = and_not(m2t, special)  # a token written as such
         edit = and_not(and_not(t2t, special), same)
-        remask = t2t & masks
-        shift = _shift(editable, deleted, split)
-        st["orig"] = and_not(orig.gather(1, shift.origin), shift.new)  # a slot keeps its mark; new masks have none
+        remask = t2t & masks if remasks else None  # (None: the loop skips its remask work)
+        if shifts:
+            shift = _shift(editable, deleted, split)
+            st["orig"] = and_not(orig.gather(1, shift.origin), shift.new)  # a slot keeps its mark; new masks have none
+        else:  # no row deletes or splits: every slot stays (no Shift: the loop writes the block in place)
+            shift = None
+            if r == 0:  # a copy: the loop updates the block's masks in place
+                st["orig"] = orig.clone()
         st["post"] = post
         hold = and_not(writes.amax(dim=1), final)  # a final round, or one that writes nothing, ends the block
         return Decision(commit=commit, tokens=x, confidence=p, edit=edit, remask=remask, hold=hold, shift=shift)
 
 
-def _loop_escape(rounds: dict[str, Any], view: StepView, r: int, flat: torch.Tensor, x: torch.Tensor,
-                 p: torch.Tensor, changing: torch.Tensor, final: torch.Tensor, orig_masks: torch.Tensor) -> torch.Tensor:
-    """x, where a row whose block state was seen before in this block (rounds 0..r-1) and that is not in
-    its final round changes its least confident changing slot to its best token never written there in
-    this block (not the mask token at an original mask). Gathers by flat line index (index_select) and
-    the records of rounds before r only; no host read."""
-    b, g = x.shape
-    rows = view.rows
-    seen = rounds["seen"] if b == rounds["rows"] else rounds["seen"].index_select(0, rows)  # (rows: 0..b-1)
+def _needed(again: torch.Tensor | None, hits: torch.Tensor) -> tuple[bool, bool, bool]:
+    """(whether a row escapes a loop, whether a row writes a mask, whether a row deletes or splits):
+    on the CPU one read of the device, which costs nothing there and spares most rounds the loop
+    escape, the shift and the loop's remask work (none of them needed in such rounds); elsewhere
+    no read, and all of them run (no-ops where nothing is needed), so a GPU never waits on the step.
+    Outputs are the same either way."""
+    if hits.device.type != "cpu" or not READ_ON_CPU:
+        return again is not None, True, True
+    written = hits.amax(dim=(0, 1))  # [3]: a mask, DELETE, SPLIT written anywhere
+    found = (written if again is None else torch.stack((again.amax(), *written.unbind()))).tolist()
+    escapes = again is not None and found.pop(0)
+    return escapes, found[0], found[1] or found[2]
+
+
+def _seen_again(rounds: dict[str, Any], view: StepView, r: int, changing: torch.Tensor,
+                final: torch.Tensor) -> torch.Tensor:
+    """[b] rows whose block state was seen before in this block (rounds 0..r-1), that change a slot
+    and are not in their final round: they escape the loop (_loop_escape)."""
+    seen = rounds["seen"] if view.canvas.shape[0] == rounds["rows"] else rounds["seen"].index_select(0, view.rows)
     seen = seen[:, :r]  # [b, r, G]
     seen_before = (seen == view.canvas.unsqueeze(1)).amin(dim=2).amax(dim=1)
-    escape = and_not(seen_before & changing.amax(dim=1), final)
+    return and_not(seen_before & changing.amax(dim=1), final)
+
+
+def _loop_escape(rounds: dict[str, Any], view: StepView, r: int, flat: torch.Tensor, x: torch.Tensor,
+                 p: torch.Tensor, changing: torch.Tensor, escape: torch.Tensor,
+                 orig_masks: torch.Tensor) -> torch.Tensor:
+    """x, where a row that escapes (`escape` [b], _seen_again) changes its least confident changing
+    slot to its best token never written there in this block (not the mask token at an original
+    mask). Gathers by flat line index (index_select) and the records of rounds before r only; no host read."""
+    b, g = x.shape
+    rows = view.rows
     # the least confident changing slot, the first on a tie (argmax of -p: the kinds the step runs)
     at = torch.where(changing, minus(constant(0.0, p), p), constant(NEG_INF, p)).argmax(dim=1)
     line = torch.add(at, ramp(0, b, torch.long, x.device), alpha=g)  # row * G + at
@@ -283,8 +316,8 @@ def _vocab_choices(logits: torch.Tensor, mask_id: int, delete_id: int, split_id:
     b, g, v = logits.shape
     flat = logits.reshape(b * g, v)
     ids = _set_aside(v, (mask_id, delete_id, split_id), flat.device)
-    clean_value, clean = _best_outside(flat, ids)
     aside = flat.index_select(1, ids.order)  # [N, 3], a copy: the three columns
+    clean_value, clean = _best_outside(flat, ids, aside)
     if no_mask is not None:
         aside.select(1, 0).masked_fill_(no_mask.reshape(-1), NEG_INF)
     top = torch.maximum(clean_value, aside.amax(dim=1))
@@ -301,12 +334,6 @@ class _SetAside:
         self.order = torch.tensor(banned, device=device)  # mask, DELETE, SPLIT
         self.vocab = torch.tensor(v, device=device)  # an id past the vocabulary: "none"
         self.width = width_for(v) if device.type == "cpu" else None  # elsewhere: the plain way
-        if self.width is not None:
-            w = self.width
-            cols = torch.zeros(v, dtype=torch.bool, device=device).index_fill_(0, self.order, True)
-            self.ban = cols.view(v // w, w)  # [chunks, w]: True at the set-aside columns
-            self.chunks = torch.tensor(sorted({i // w for i in banned}), device=device)  # the chunks holding one
-            self.chunk_ban = self.ban.index_select(0, self.chunks)
 
 
 _SET_ASIDE: dict[tuple[int, tuple[int, int, int], torch.device], _SetAside] = {}
@@ -320,22 +347,31 @@ def _set_aside(v: int, banned: tuple[int, int, int], device: torch.device) -> _S
     return found
 
 
-def _best_outside(flat: torch.Tensor, ids: _SetAside) -> tuple[torch.Tensor, torch.Tensor]:
+def _best_outside(flat: torch.Tensor, ids: _SetAside, aside: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(values, indices) of each row's maximum of [N, V] leaving out the set-aside columns, the
-    first index on a tie. On many rows: the chunks' maxima (vectorised amax), those of the chunks
-    holding a set-aside column taken again without it, and the index looked for only in the
-    winning chunk; on few rows (or off the CPU), a copy with the columns at -inf and max(dim)."""
+    first index on a tie. On many rows: the set-aside columns set to -inf in `flat` itself and put
+    back afterwards from `aside` (their copy, [N, 3]; no copy of the logits), the chunks' maxima
+    (vectorised amax), and the index looked for only in the winning chunk; on few rows (or off the
+    CPU), a copy with the columns at -inf and max(dim)."""
     n, v = flat.shape
     w = ids.width if n * v > PLAIN_UP_TO else None
     if w is None:
         return flat.index_fill(1, ids.order, NEG_INF).max(dim=-1)
-    blocks = flat.view(n, v // w, w) if flat.is_contiguous() else flat.reshape(n, v // w, w)
-    chunk_max = blocks.amax(dim=-1)
-    fixed = blocks.index_select(1, ids.chunks).masked_fill_(ids.chunk_ban, NEG_INF).amax(dim=-1)
-    chunk_max.index_copy_(1, ids.chunks, fixed)
-    # max(dim) as amax and argmax (the first chunk holding it): kinds the step runs, max(dim) is not
-    values, block = chunk_max.amax(dim=-1), chunk_max.argmax(dim=-1)
-    inner = winning_chunk(blocks, block).masked_fill_(ids.ban.index_select(0, block), NEG_INF).argmax(dim=-1)
+    if not flat.is_contiguous():  # (a copy of its own: nothing to put back)
+        flat = flat.contiguous()
+        aside = None
+    # index_copy_ both ways: a kind the step runs (index_fill_ is not)
+    flat.index_copy_(1, ids.order, cached(("indel-minus-inf", n, flat.dtype, flat.device),
+                                          lambda: torch.full((n, 3), NEG_INF, dtype=flat.dtype, device=flat.device)))
+    try:
+        blocks = flat.view(n, v // w, w)
+        chunk_max = blocks.amax(dim=-1)
+        # max(dim) as amax and argmax (the first chunk holding it): kinds the step runs, max(dim) is not
+        values, block = chunk_max.amax(dim=-1), chunk_max.argmax(dim=-1)
+        inner = winning_chunk(blocks, block).argmax(dim=-1)
+    finally:
+        if aside is not None:
+            flat.index_copy_(1, ids.order, aside)
     return values, torch.add(inner, block, alpha=w)  # block * w + inner in one op
 
 
