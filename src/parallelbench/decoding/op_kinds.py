@@ -10,17 +10,18 @@ arithmetic therefore reuses the loop's kinds where that is exact, bit for bit:
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, TypeVar
 
 import torch
 
-_CACHE: dict[tuple, torch.Tensor] = {}
+_CACHE: dict[tuple, Any] = {}
+T = TypeVar("T")
 
 
-def cached(key: tuple, make: "Callable[[], torch.Tensor]") -> torch.Tensor:
-    """The tensor `make()` gives, made once per `key` (a tuple naming it, its sizes, dtype and device)
-    and then reused: read it, never write into it. Steps use such tensors instead of making them
-    from Python numbers every step (each made tensor is ops of its own)."""
+def cached(key: tuple, make: "Callable[[], T]") -> T:
+    """The tensor (or set of tensors) `make()` gives, made once per `key` (a tuple naming it, its
+    sizes, dtype and device) and then reused: read it, never write into it. Steps use such tensors
+    instead of making them from Python numbers every step (each made tensor is ops of its own)."""
     found = _CACHE.get(key)
     if found is None:
         found = _CACHE[key] = make()

@@ -336,15 +336,8 @@ class _SetAside:
         self.width = width_for(v) if device.type == "cpu" else None  # elsewhere: the plain way
 
 
-_SET_ASIDE: dict[tuple[int, tuple[int, int, int], torch.device], _SetAside] = {}
-
-
 def _set_aside(v: int, banned: tuple[int, int, int], device: torch.device) -> _SetAside:
-    key = (v, banned, device)
-    found = _SET_ASIDE.get(key)
-    if found is None:
-        found = _SET_ASIDE[key] = _SetAside(v, banned, device)
-    return found
+    return cached(("indel-set-aside", v, banned, device), lambda: _SetAside(v, banned, device))
 
 
 def _best_outside(flat: torch.Tensor, ids: _SetAside, aside: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
