@@ -402,7 +402,8 @@ def test_run_refuses_a_checkpoint_without_ids_or_with_ids_outside_its_vocabulary
 @pytest.mark.parametrize("ids", [(0, 2, 3), (4095, 70, 64), (130, 1, 129)])  # (mask, DELETE, SPLIT)
 def test_the_vocabulary_pass_equals_argmax_with_the_columns_at_minus_infinity(rows, ids):
     """x / other (no_mask) / clean are SGLang's argmax of the logits, the mask (and DELETE / SPLIT)
-    columns at -inf, the first index on a tie; the probabilities are softmax(logits) there."""
+    columns at -inf, the first index on a tie; the probabilities are softmax(logits) there. The logits
+    are left as they were, also non-contiguous views and inference tensors searched outside inference mode."""
     from parallelbench.decoding.schedules.indel_threshold import _vocab_choices
 
     g = torch.Generator().manual_seed(rows + ids[0])
@@ -433,7 +434,9 @@ def test_the_vocabulary_pass_equals_argmax_with_the_columns_at_minus_infinity(ro
         assert torch.equal(p_other, probs.gather(-1, other.unsqueeze(-1)).squeeze(-1))
         wide = torch.cat([logits, logits], dim=1)[:, 2:]  # non-contiguous views: a call's last columns,
         padded = torch.cat([logits, logits[..., :1]], dim=-1)[..., :v]  # and rows of a wider vocabulary
-        for view in (wide, padded):
+        with torch.inference_mode():  # logits made under inference mode, searched outside it
+            frozen = logits.clone()
+        for view in (wide, padded, frozen):
             kept = view.clone()
             assert torch.equal(_vocab_choices(view, mask_id, delete_id, split_id)[1], clean)
             assert torch.equal(view, kept)
@@ -484,3 +487,43 @@ def test_a_shift_given_by_its_source_alone_moves_slots_like_one_with_everything_
     for other in runs[1:]:
         assert [(r.tokens, r.nfe, r.order, sorted(r.extra.items())) for r in other] == ref
     assert sum(r.extra["deletes"] for r in runs[0]) >= 3
+
+
+class _Kept(EditingToy):
+    """EditingToy that keeps a copy of every logits tensor it hands back, to check afterwards that the
+    decode left them as they were (the chunked vocabulary search writes into them and puts them back)."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.handed: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def forward(self, *args, **kw):
+        out = super().forward(*args, **kw)
+        self.handed.append((out, out.clone()))
+        return out
+
+    def forward_cached(self, *args, **kw):
+        out = super().forward_cached(*args, **kw)
+        self.handed.append((out, out.clone()))
+        return out
+
+
+@pytest.mark.parametrize("cache", ["none", "block"])
+def test_a_large_vocabulary_takes_the_chunked_search_and_leaves_the_models_logits_as_they_were(cache):
+    """With more than 2^15 logits per round the vocabulary pass searches in chunks, writing -inf into
+    the three set-aside columns of the logits and putting them back: tokens, calls and the repair
+    record still equal the reference loop's, and every tensor the model handed back is unchanged
+    (one row and a block of 16: the block's logits are a view of the model's own output)."""
+    params = {"threshold": 0.3, "edit_threshold": 0.1, "post_steps": 2}
+    shifted = 0
+    for prompts, block in (([[5, 6, 7, 8, 9], [10, 11]], 8), ([[12, 13, 14]], 16)):
+        net = _Kept(boost=5.0, mask_free=True, mask_boost=1.0, vocab=4096, scale=2.5, default_block_length=4,
+                    cache_mode=cache, eos_boost=1.0)
+        setting = {**params, "block_length": block}
+        refs = [reference(net, p, setting, 16) for p in prompts]
+        net.handed.clear()
+        got = decode(net, prompts, gen_length=16, strategy=build_strategy("indel-threshold", **setting))
+        assert [keys(r) for r in got] == refs
+        assert net.handed and all(torch.equal(out, kept) for out, kept in net.handed)
+        shifted += sum(r["inserts"] + r["deletes"] for r in refs)
+    assert shifted > 0  # the rounds that shift ran too

@@ -369,3 +369,92 @@ def test_a_step_without_edits_remasks_or_fill_may_hand_over_no_draft(seed):
         gen, masked = new, new_masked
     _assert_all_equal(logs)
     assert int(logs[0].edits.sum()) > 0 and plain_steps >= 10
+
+
+def _shift_rows(g: torch.Generator, n: int, block: int):
+    """Random deletes and splits for n rows of a block: (new, origin, inserts, deletes), as `Shift`
+    gives them (a DELETE slot drops out, a SPLIT slot opens a new mask before itself)."""
+    origin = torch.zeros((n, block), dtype=torch.long)
+    new = torch.zeros((n, block), dtype=torch.bool)
+    inserts, deletes = torch.zeros(n, dtype=torch.long), torch.zeros(n, dtype=torch.long)
+    for i in range(n):
+        order: list[int] = []
+        for j in range(block):
+            u = float(torch.rand(1, generator=g))
+            if u < 0.2:
+                deletes[i] += 1
+                continue
+            if u < 0.4:
+                order.append(-1)
+                inserts[i] += 1
+            order.append(j)
+        for j, s in enumerate((order + [-1] * block)[:block]):
+            origin[i, j], new[i, j] = max(s, 0), s < 0
+    return new, origin, inserts, deletes
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_deferred_record_equals_the_step_by_step_one_across_moves(seed):
+    """Insert / delete shifts (`RepairLog.move`, indel-threshold) between deferred updates: the kept
+    steps are applied before each move (one kept step by update's own rules, several at once) and
+    the record goes on deferring afterwards; it must equal the step-by-step record, with moves of
+    every row or of a subset, windows placed over the region and the EOS fill."""
+    from parallelbench.decoding.repair import RepairLog
+
+    g = torch.Generator().manual_seed(300 + seed)
+    b, width, block, mask, eos = 5, 12, 4, 1, 0
+    editable = torch.ones((b, width), dtype=torch.bool)
+    editable[:, 0] = torch.rand(b, generator=g) < 0.5  # a fixed column in the first block of some rows
+    gen = torch.where(editable, mask, torch.randint(2, 9, (b, width), generator=g))
+    masked = editable.clone()
+    logs = [RepairLog(gen, masked, editable, mask, deferred=d) for d in (False, True)]
+    moves = 0
+    for step in range(20):
+        c0 = block * int(torch.randint(1, width // block, (1,), generator=g))
+        rows = torch.nonzero(torch.rand(b, generator=g) < 0.7).view(-1)
+        subset = bool(torch.rand(1, generator=g) < 0.5) and 0 < rows.numel() < b
+        if not subset:
+            rows = torch.arange(b)
+        cols = torch.arange(c0, c0 + block).unsqueeze(0)
+        window = torch.zeros((b, width), dtype=torch.bool)
+        window[rows.unsqueeze(1), cols] = True
+        commit = window & masked & (torch.rand((b, width), generator=g) < 0.5)
+        drafted = torch.where(commit, torch.randint(2, 9, (b, width), generator=g), gen)
+        settled = window & ~masked & editable
+        edit = settled & (torch.rand((b, width), generator=g) < 0.25)
+        new = torch.where(edit, torch.randint(2, 9, (b, width), generator=g), drafted)
+        remask = window & (settled | commit) & ~edit & (torch.rand((b, width), generator=g) < 0.15)
+        new = torch.where(remask, mask, new)
+        new_masked = (masked & ~commit) | remask
+        if torch.rand(1, generator=g) < 0.4:  # this step shifts the window's rows
+            moves += 1
+            new_at, origin, inserts, deletes = _shift_rows(g, rows.numel(), block)
+
+            def shifted(t, fill):
+                part = torch.where(new_at, fill, t[rows][:, c0 : c0 + block].gather(1, origin))
+                t = t.clone()
+                t[rows.unsqueeze(1), cols] = part
+                return t
+
+            drafted, new, new_masked = shifted(drafted, mask), shifted(new, mask), shifted(new_masked, True)
+            for log in logs:
+                log.move(new_at, origin, inserts, deletes, c0, rows if subset else None)
+        fill = None
+        if step % 5 == 4:  # rows that stop at EOS fill their masks
+            stop = torch.zeros((b, 1), dtype=torch.bool)
+            stop[rows] = torch.rand((rows.numel(), 1), generator=g) < 0.5
+            fill = stop & new_masked
+            new, new_masked = torch.where(fill, eos, new), new_masked & ~fill
+        part = drafted[rows][:, c0 : c0 + block].clone()
+
+        def place(full, d, rows=rows, cols=cols):
+            full[rows.unsqueeze(1), cols] = d
+
+        for log in logs:
+            log.update(part, new, new_masked, editable, fill, place=place)
+        gen, masked = new, new_masked
+        if step % 7 == 6:
+            logs[1]._settle()
+    assert moves > 0 and logs[1]._deferred  # the record still defers after its moves
+    _assert_all_equal(logs)
+    assert torch.equal(logs[0].inserts, logs[1].inserts) and torch.equal(logs[0].deletes, logs[1].deletes)

@@ -350,8 +350,9 @@ def _best_outside(flat: torch.Tensor, ids: _SetAside, aside: torch.Tensor) -> tu
     w = ids.width if n * v > PLAIN_UP_TO else None
     if w is None:
         return flat.index_fill(1, ids.order, NEG_INF).max(dim=-1)
-    if not flat.is_contiguous():  # (a copy of its own: nothing to put back)
-        flat = flat.contiguous()
+    if not flat.is_contiguous() or (flat.is_inference() and not torch.is_inference_mode_enabled()):
+        # a copy of its own, nothing to put back (an inference tensor cannot be written outside inference mode)
+        flat = flat.clone(memory_format=torch.contiguous_format)
         aside = None
     # index_copy_ both ways: a kind the step runs (index_fill_ is not)
     flat.index_copy_(1, ids.order, cached(("indel-minus-inf", n, flat.dtype, flat.device),
