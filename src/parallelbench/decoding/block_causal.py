@@ -424,7 +424,8 @@ def decode_block_causal(
         tokens = view.x0 if decision.tokens is None else decision.tokens
         conf = view.confidence if decision.confidence is None else decision.confidence
         here = c_own.unsqueeze(1)
-        edit = None if decision.edit is None else and_not(decision.edit & c_editable, c_masked)  # of settled slots
+        # of settled slots (`== False` for `~`: eq and & are kinds every rewriting step runs, ~ or and_not's lt not all)
+        edit = None if decision.edit is None else decision.edit & c_editable & (c_masked == constant(False, c_masked))
         # every row in the window and no shift: write the block's columns in place (no copies back)
         in_place = win.idx is None and shift is None
         # a step that neither edits nor remasks (nor shifts): its draft is its result, which the record
@@ -516,7 +517,7 @@ def decode_block_causal(
             busy = c_all_masked.amax(dim=1)  # any() as amax: a kind strategies run
             if c_held is not None:
                 busy = busy | c_held
-            c_done = and_not(constant(True, busy), busy)  # ~busy as one lt (kinds the loop and steps run)
+            c_done = busy == constant(False, busy)  # ~busy as eq (a kind every step runs; ~ is not)
         if stops:  # stop once the block holding the first EOS is complete
             region = win.rows(canvas)[:, h:]
             seen_eos = ((region[:, : win.c1] == eos_id) & win.rows(generated)[:, : win.c1]).any(dim=1)
