@@ -280,6 +280,18 @@ def _four_logs(g: torch.Generator, b: int, width: int, mask: int):
     return editable, gen, masked, [RepairLog(gen, masked, editable, mask, deferred=d) for d in (False, True) * 2]
 
 
+def _window_step(g: torch.Generator, window, gen, masked, editable, mask: int):
+    """A random step inside `window` (commits, edits of settled slots, remasks): (drafted, result, masked)."""
+    shape = gen.shape
+    commit = window & masked & (torch.rand(shape, generator=g) < 0.5)
+    drafted = torch.where(commit, torch.randint(2, 9, shape, generator=g), gen)
+    settled = window & ~masked & editable
+    edit = settled & (torch.rand(shape, generator=g) < 0.25)
+    new = torch.where(edit, torch.randint(2, 9, shape, generator=g), drafted)
+    remask = window & (settled | commit) & ~edit & (torch.rand(shape, generator=g) < 0.15)
+    return drafted, torch.where(remask, mask, new), (masked & ~commit) | remask
+
+
 def _assert_all_equal(logs) -> None:
     for log in logs:
         log._settle()
@@ -301,14 +313,7 @@ def test_a_draft_of_the_window_placed_by_the_record_equals_the_whole_region_draf
             rows = torch.arange(b)
         window = torch.zeros((b, width), dtype=torch.bool)
         window[rows.unsqueeze(1), torch.arange(c0, c0 + block).unsqueeze(0)] = True
-        commit = window & masked & (torch.rand((b, width), generator=g) < 0.5)
-        drafted = torch.where(commit, torch.randint(2, 9, (b, width), generator=g), gen)
-        settled = window & ~masked & editable
-        edit = settled & (torch.rand((b, width), generator=g) < 0.25)
-        new = torch.where(edit, torch.randint(2, 9, (b, width), generator=g), drafted)
-        remask = window & (settled | commit) & ~edit & (torch.rand((b, width), generator=g) < 0.15)
-        new = torch.where(remask, mask, new)
-        new_masked = (masked & ~commit) | remask
+        drafted, new, new_masked = _window_step(g, window, gen, masked, editable, mask)
         fill = None
         if step % 3 == 2:  # rows of the window stop: their later masks become EOS, in any column
             stop = torch.zeros((b, 1), dtype=torch.bool)
@@ -418,14 +423,7 @@ def test_a_deferred_record_equals_the_step_by_step_one_across_moves(seed):
         cols = torch.arange(c0, c0 + block).unsqueeze(0)
         window = torch.zeros((b, width), dtype=torch.bool)
         window[rows.unsqueeze(1), cols] = True
-        commit = window & masked & (torch.rand((b, width), generator=g) < 0.5)
-        drafted = torch.where(commit, torch.randint(2, 9, (b, width), generator=g), gen)
-        settled = window & ~masked & editable
-        edit = settled & (torch.rand((b, width), generator=g) < 0.25)
-        new = torch.where(edit, torch.randint(2, 9, (b, width), generator=g), drafted)
-        remask = window & (settled | commit) & ~edit & (torch.rand((b, width), generator=g) < 0.15)
-        new = torch.where(remask, mask, new)
-        new_masked = (masked & ~commit) | remask
+        drafted, new, new_masked = _window_step(g, window, gen, masked, editable, mask)
         if torch.rand(1, generator=g) < 0.4:  # this step shifts the window's rows
             moves += 1
             new_at, origin, inserts, deletes = _shift_rows(g, rows.numel(), block)
