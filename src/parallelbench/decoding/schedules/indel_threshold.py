@@ -210,15 +210,14 @@ class IndelThreshold(Strategy):
             rounds["written"] = torch.full((rounds["rows"], g, cap), view.logits.shape[-1], dtype=torch.long,
                                            device=canvas.device)
         # rows that meet an earlier state of the block (round 0 has none) and change a slot
-        again = _seen_again(rounds, view, r, and_not(writes, same), final) if r > 0 else None
-        wrote = torch.where(writes, x, ids.vocab)  # the vocabulary size ("none") where nothing is written
-        hits = wrote.unsqueeze(2) == ids.order  # [b, G, 3]: writes a mask, DELETE, SPLIT ("none" is none of them)
+        changing = and_not(writes, same) if r > 0 else None
+        again = _seen_again(rounds, view, r, changing, final) if changing is not None else None
+        wrote, hits = _written(writes, x, ids)
         escapes, remasks, shifts = _needed(again, hits)
         if escapes:
-            x = _loop_escape(rounds, view, r, flat, x, p, and_not(writes, same), again, orig_masks)
+            x = _loop_escape(rounds, view, r, flat, x, p, changing, again, orig_masks)
             same = x == canvas
-            wrote = torch.where(writes, x, ids.vocab)
-            hits = wrote.unsqueeze(2) == ids.order
+            wrote, hits = _written(writes, x, ids)
             remasks = shifts = True  # (the read was of the writes before the escape)
         _record_round(rounds, view, r, canvas, wrote)
 
@@ -249,9 +248,18 @@ def _needed(again: torch.Tensor | None, hits: torch.Tensor) -> tuple[bool, bool,
     if hits.device.type != "cpu" or not READ_ON_CPU:
         return again is not None, True, True
     written = hits.amax(dim=(0, 1))  # [3]: a mask, DELETE, SPLIT written anywhere
-    found = (written if again is None else torch.stack((again.amax(), *written.unbind()))).tolist()
-    escapes = again is not None and found.pop(0)
-    return escapes, found[0], found[1] or found[2]
+    if again is None:  # round 0: no earlier state to meet
+        mask, delete, split = written.tolist()
+        return False, mask, delete or split
+    escape, mask, delete, split = torch.stack((again.amax(), *written.unbind())).tolist()
+    return escape, mask, delete or split
+
+
+def _written(writes: torch.Tensor, x: torch.Tensor, ids: "_SetAside") -> tuple[torch.Tensor, torch.Tensor]:
+    """([b, G] the token each slot is written, the vocabulary size ("none") where nothing is, and
+    [b, G, 3] whether that is a mask, DELETE, SPLIT: "none" is none of them)."""
+    wrote = torch.where(writes, x, ids.vocab)
+    return wrote, wrote.unsqueeze(2) == ids.order
 
 
 def _seen_again(rounds: dict[str, Any], view: StepView, r: int, changing: torch.Tensor,
