@@ -276,6 +276,21 @@ def test_unknown_model_options_fail_in_one_line_before_loading(tmp_path: Path, u
     assert not (tmp_path / "x.db").exists()
 
 
+@pytest.mark.parametrize("model", ["tiny", "ideal", "api:some-model", "py:my_factory_mod:make"])
+def test_compile_for_a_model_without_a_compile_path_names_those_that_have_one(tmp_path: Path, user_dir,
+                                                                             model: str) -> None:
+    # issue 33: compile=true where it cannot work is one line naming the families that have a compile path
+    user_dir("my_factory_mod", FACTORY.replace("{edit}", ""))
+    result = CliRunner().invoke(app, ["run", "-m", model, "-t", TASK, "-s", "random", "--k", "1", "-n", "1",
+                                      "--model-opt", "compile=true", "--db", str(tmp_path / "x.db"), "--no-report"],
+                                env={"COLUMNS": "300"})
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert "compile=true" in lines[0] and all(f in lines[0] for f in ("LLaDA", "Dream", "SDAR", "LLaDA 2.x"))
+    assert repr(model) in lines[0]
+    assert not (tmp_path / "x.db").exists()
+
+
 def test_a_factory_with_kwargs_accepts_any_option(tmp_path: Path, user_dir) -> None:
     user_dir("my_factory_mod", FACTORY.replace("{edit}", ""))
     assert _run(tmp_path, model="py:my_factory_mod:make_any", model_options=["temp=50.0"]).rows_added == N

@@ -152,6 +152,11 @@ def check_options(spec: str, options: dict[str, Any]) -> None:
     """One `ModelSpecError` line naming unknown options and the valid ones, before anything loads."""
     declared = declared_options(spec)
     unknown = sorted(set(options) - set(declared)) if declared is not None else []
+    if "compile" in unknown:  # a user after speed: say where compile=true works, not only that it is unknown here
+        from parallelbench.models.hf.options import COMPILE_FAMILIES
+
+        raise ModelSpecError(f"model option compile=true has a compile path only for {COMPILE_FAMILIES} "
+                             f"(hf:<checkpoint>); model {spec!r} has none: drop compile=true")
     if unknown:
         valid = ", ".join(sorted(declared)) or "none (it takes no options)"
         kind = spec.split(":", 1)[0]
