@@ -210,3 +210,55 @@ def test_a_block_cache_net_without_the_cached_call_is_refused():
     with pytest.raises(ValueError, match="forward_cached"):
         run(model, PROMPTS, 8, block_length=4)
     assert model.calls == 0
+
+
+# ---------------------------------------------------------------------- the next call's plan, host or device
+def _gappy_template(rows: int, gen: int) -> torch.Tensor:
+    """Mask id 0 where to generate; some rows have whole blocks of 4 given (they skip those blocks, so
+    rows reach a block's first call with different columns stored) and one row is given in full."""
+    template = torch.zeros((rows, gen), dtype=torch.long)
+    template[1, 4:12] = 25  # row 1: its second and third blocks given
+    template[3, :6] = 26
+    template[4, 8:] = 27  # row 4: done after its second block
+    template[5, :] = 28  # row 5: nothing to generate
+    return template
+
+
+@pytest.mark.parametrize("cache", ["none", "block"])
+@pytest.mark.parametrize("name,params", [
+    ("confidence-topk", {"k": 1, "block_length": 4, "template": True}),
+    ("confidence-topk", {"k": 1, "block_length": 4}),
+    ("confidence-topk", {"k": 2, "block_length": 8}),
+    ("confidence-threshold", {"threshold": 0.6, "block_length": 4, "stop_at_eos": True}),
+    ("random", {"k": 2, "block_length": 4, "temperature": 0.9}),
+    ("edit-threshold", {"block_length": 4}),  # holds blocks: the held flags travel in the read
+    ("edit-threshold", {"block_length": 8, "stop_at_eos": True}),
+    ("edit-threshold", {"block_length": 4, "template": True}),
+])
+def test_the_host_reduction_of_the_plan_equals_the_device_reduction(monkeypatch, name, params, cache):
+    """On the CPU a small region is read whole and reduced in Python (_plan_rows); larger regions and
+    other devices reduce on the device. Rows that wait, finish early, hold a block or stop at EOS:
+    the model sees the same calls and every result is the same either way."""
+    from parallelbench.decoding import block_causal
+
+    used = []
+    plan_rows = block_causal._plan_rows
+    monkeypatch.setattr(block_causal, "_plan_rows", lambda *a: used.append(1) or plan_rows(*a))
+    prompts = PROMPTS + [[30, 31, 32, 33, 34, 35, 36], [39]]
+    outcomes = []
+    for limit in (block_causal.HOST_PLAN_UP_TO, 0):
+        monkeypatch.setattr(block_causal, "HOST_PLAN_UP_TO", limit)
+        used.clear()
+        spy = Spy(cache_mode=cache, eos_boost=1.0)
+        kw = dict(params)
+        template = _gappy_template(len(prompts), 16) if kw.pop("template", False) else None
+        res = decode(spy, prompts, gen_length=16, strategy=build_strategy(name, **kw), seed=3, return_history=True,
+                     template=template)
+        outcomes.append((summary(res), [r.history for r in res], [r.extra for r in res], len(used)))
+        calls = [tuple(x.tolist() if torch.is_tensor(x) else x for x in call) for call in spy.seen]
+        outcomes[-1] += (calls,)
+    (host, host_hist, host_extra, host_used, host_calls), (dev, dev_hist, dev_extra, dev_used, dev_calls) = outcomes
+    assert host_used > 0 and dev_used == 0  # each path really ran
+    assert host == dev and host_hist == dev_hist and host_extra == dev_extra
+    assert host_calls == dev_calls
+    assert len({len(call[-1]) for call in host_calls}) > 1  # windows of some rows: others waited or finished

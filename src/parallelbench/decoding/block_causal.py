@@ -87,6 +87,44 @@ def _on(x: torch.Tensor, device: torch.device, dtype: torch.dtype) -> torch.Tens
     return x if x.dtype == dtype and x.device == device else x.to(device=device, dtype=dtype)
 
 
+# On the CPU, a region of up to this many slots (rows x columns) is read whole once per step and
+# reduced in Python (_plan_rows): the next call's layout then costs no tensor op, where each op
+# kind costs tens of microseconds right after a forward. Larger regions, and other devices, reduce
+# on the device and read a few numbers per row. (Tests set it to 0 to run the device reduction.)
+HOST_PLAN_UP_TO = 4096
+
+
+def _plan_rows(flags: list[list[bool]], width: int, block: int, n_blocks: int, held_col: bool, a_held: int,
+               done_col: bool, counted: bool) -> tuple[list[int], list[int]]:
+    """next_call's per-row numbers from the read masked columns (`flags`: a row's `width` masked flags,
+    then its held flag where `held_col`, then its done flag where `done_col`): each row's block
+    minus n_blocks (its leftmost masked block, or a_held where it holds; 0 with no masked column; 1
+    where done) and, where `counted`, the masked columns in that block, exactly as the device
+    reduction counts them (the columns whose block-or-0 equals the row's value without a hold)."""
+    acts: list[int] = []
+    counts: list[int] = []
+    for row in flags:
+        m = row if len(row) == width else row[:width]
+        if done_col and row[-1]:
+            acts.append(1)
+            counts.append(0)
+            continue
+        if held_col and row[width]:
+            act = a_held - n_blocks
+        elif True in m:
+            act = m.index(True) // block - n_blocks
+        else:
+            act = 0
+        acts.append(act)
+        if counted:
+            if act < 0:
+                lo = (act + n_blocks) * block
+                counts.append(m[lo : lo + block].count(True))
+            else:  # no masked column: without a hold the device counts every (unmasked) column
+                counts.append(0 if held_col else width)
+    return acts, counts
+
+
 def _shift_on(shift: Shift, device: torch.device) -> Shift:
     """`Decision.shift` with its tensors on `device`, in long (bool for `new`)."""
     new, origin = _on(shift.new, device, torch.bool), _on(shift.origin, device, torch.long)
@@ -252,18 +290,27 @@ def decode_block_causal(
         done=None: the rows with no masked column (right when no row holds a block and none stops at EOS).
 
         The device gives a few numbers per row (its block, its stored columns, its masked columns in
-        its block) and the host reduces them in Python: fewer torch ops per step."""
-        at = masked * shifted  # each masked column's block - n_blocks; 0 elsewhere
-        act = own = at.amin(dim=1)  # active block - n_blocks; 0: no masked column
-        if holding:
-            act = torch.where(held, constant(a_held - n_blocks, act), act)
-        if done is not None:
-            act = act.masked_fill_(done, 1)  # in place (act is amin's or where's; own is read only without done)
-        parts = [act, kv_upto]
-        if counted:  # masked columns in the row's block (its leftmost masked block when it holds none)
-            in_act = masked & (shifted == act.view(-1, 1)) if holding else at == act.view(-1, 1)
-            parts.append(in_act.sum(dim=1))
-        host = torch.stack(parts).tolist()
+        its block) and the host reduces them in Python: fewer torch ops per step. On the host plan
+        (a small region on the CPU) the read is the masked columns themselves, _plan_rows finds those
+        numbers, and the stored columns are kept on the host (kv_host): no torch op at all."""
+        nonlocal kv_host, win_rows
+        if host_plan:  # the masked columns themselves, one read (with the held and done flags where given)
+            cols = [masked] + ([held.unsqueeze(1)] if holding else []) + ([] if done is None else [done.unsqueeze(1)])
+            flags = (masked if len(cols) == 1 else torch.cat(cols, dim=1)).tolist()
+            host = [*_plan_rows(flags, width, block, n_blocks, holding, a_held, done is not None, counted)]
+            host.insert(1, kv_host)
+        else:
+            at = masked * shifted  # each masked column's block - n_blocks; 0 elsewhere
+            act = own = at.amin(dim=1)  # active block - n_blocks; 0: no masked column
+            if holding:
+                act = torch.where(held, constant(a_held - n_blocks, act), act)
+            if done is not None:
+                act = act.masked_fill_(done, 1)  # in place (act is amin's or where's; own is read only without done)
+            parts = [act, kv_upto]
+            if counted:  # masked columns in the row's block (its leftmost masked block when it holds none)
+                in_act = masked & (shifted == act.view(-1, 1)) if holding else at == act.view(-1, 1)
+                parts.append(in_act.sum(dim=1))
+            host = torch.stack(parts).tolist()
         blocks = host[0]
         gone = 0 if done is None else 1  # a finished row's value in `blocks`
         n_done = blocks.count(gone)
@@ -274,15 +321,24 @@ def decode_block_causal(
             values = [n_done, lowest + n_blocks, min(host[1]), len(blocks)]
             if counted:
                 values.append(sum(host[2]))
+            win_rows = None
         else:
             win = [i for i, x in enumerate(blocks) if x == lowest]
             values = [n_done, lowest + n_blocks, min(host[1][i] for i in win), len(win)]
             if counted:
                 values.append(sum(host[2][i] for i in win))
+            if host_plan:  # the window's rows once the finished ones are dropped (1: finished)
+                live = [x for x in blocks if x != 1] if n_done else blocks
+                win_rows = [i for i, x in enumerate(live) if x == lowest]
+        if host_plan and n_done:  # the host's copy of kv_upto follows the rows the loop keeps
+            kv_host = [k for k, x in zip(kv_host, blocks) if x != 1]
         if done is None and n_done:
-            done = own == 0
+            done = own == 0 if not host_plan else masked.amax(dim=1) == constant(False, masked)
         return values, done
 
+    host_plan = device.type == "cpu" and n_rows * (width + 2) <= HOST_PLAN_UP_TO
+    kv_host = [0] * n_rows  # on the host plan: kv_upto's values, kept on the host (the read needs them)
+    win_rows: list[int] | None = None  # on the host plan: the next window's rows (None: every live row)
     # One read of the device per step: its finished rows and the next call's layout; here for the set-up.
     done = ~masked.any(dim=1)  # rows a template fills completely cost nothing
     going = ~done
@@ -353,6 +409,9 @@ def decode_block_causal(
                 c_upto = win.rows(kv_upto)
                 store = (cols >= c_upto.unsqueeze(1)) & (cols < h + win.c0)
                 win.put_rows(kv_upto, torch.clamp(c_upto, min=h + win.c0))
+                if host_plan:
+                    for i in range(len(kv_host)) if win_rows is None else win_rows:
+                        kv_host[i] = max(kv_host[i], h + win.c0)
             logits = model.forward_cached(_fresh(c_canvas[:, start:end]), kv=kv, rows=c_rows, start=start,
                                           position_ids=c_pos, attention_bias=bias, store=store)
             if end - block > start:  # the finished columns computed along: the block's logits only
