@@ -236,9 +236,10 @@ def _gappy_template(rows: int, gen: int) -> torch.Tensor:
     ("edit-threshold", {"block_length": 4, "template": True}),
 ])
 def test_the_host_reduction_of_the_plan_equals_the_device_reduction(monkeypatch, name, params, cache):
-    """On the CPU a small region is read whole and reduced in Python (_plan_rows); larger regions and
-    other devices reduce on the device. Rows that wait, finish early, hold a block or stop at EOS:
-    the model sees the same calls and every result is the same either way."""
+    """On the CPU a small region is read whole and reduced in Python (_plan_rows, and the next step's
+    focus positions: _focus_at); larger regions and other devices reduce on the device. Rows that
+    wait, finish early, hold a block or stop at EOS: the model sees the same calls and every result
+    is the same either way."""
     from parallelbench.decoding import block_causal
 
     used = []

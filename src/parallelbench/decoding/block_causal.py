@@ -25,6 +25,8 @@ the whole region and sliced to the block each step.
 
 from __future__ import annotations
 
+from array import array
+from itertools import compress, repeat
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
@@ -88,9 +90,10 @@ def _on(x: torch.Tensor, device: torch.device, dtype: torch.dtype) -> torch.Tens
 
 
 # On the CPU, a region of up to this many slots (rows x columns) is read whole once per step and
-# reduced in Python (_plan_rows): the next call's layout then costs no tensor op, where each op
-# kind costs tens of microseconds right after a forward. Larger regions, and other devices, reduce
-# on the device and read a few numbers per row. (Tests set it to 0 to run the device reduction.)
+# reduced in Python (_plan_rows, _focus_at): the next call's layout and the next step's focus
+# positions then cost no tensor op, where each op kind costs tens of microseconds right after a
+# forward. Larger regions, and other devices, reduce on the device and read a few numbers per row.
+# (Tests set it to 0 to run the device reduction.)
 HOST_PLAN_UP_TO = 4096
 
 
@@ -123,6 +126,23 @@ def _plan_rows(flags: list[list[bool]], width: int, block: int, n_blocks: int, h
             else:  # no masked column: without a hold the device counts every (unmasked) column
                 counts.append(0 if held_col else width)
     return acts, counts
+
+
+def _focus_at(flags: list[list[bool]], window: Sequence[int], a: int, block: int, width: int,
+              count: int) -> tuple[array, array] | None:
+    """(row in the window, slot in block `a`) of every masked slot of the window's rows, row-major, as
+    view.positions finds them with nonzero_static (int64 arrays: StepView.count_focus's `at`); None
+    where they are not `count` (then the view searches as usual) or the window has no block left."""
+    lo = a * block
+    if lo >= width:
+        return None
+    hi = min(lo + block, width)
+    rows, slots, span = array("q"), array("q"), range(hi - lo)
+    for j, i in enumerate(window):  # (compress and repeat: no Python step per slot)
+        flagged = flags[i][lo:hi]
+        slots.extend(compress(span, flagged))
+        rows.extend(repeat(j, flagged.count(True)))
+    return (rows, slots) if len(slots) == count else None
 
 
 def _shift_on(shift: Shift, device: torch.device) -> Shift:
@@ -293,7 +313,7 @@ def decode_block_causal(
         its block) and the host reduces them in Python: fewer torch ops per step. On the host plan
         (a small region on the CPU) the read is the masked columns themselves, _plan_rows finds those
         numbers, and the stored columns are kept on the host (kv_host): no torch op at all."""
-        nonlocal kv_host, win_rows
+        nonlocal kv_host, win_rows, focus_at
         if host_plan:  # the masked columns themselves, one read (with the held and done flags where given)
             cols = [masked] + ([held.unsqueeze(1)] if holding else []) + ([] if done is None else [done.unsqueeze(1)])
             flags = (masked if len(cols) == 1 else torch.cat(cols, dim=1)).tolist()
@@ -332,6 +352,9 @@ def decode_block_causal(
                 win_rows = [i for i, x in enumerate(live) if x == lowest]
         if host_plan and n_done:  # the host's copy of kv_upto follows the rows the loop keeps
             kv_host = [k for k, x in zip(kv_host, blocks) if x != 1]
+        if host_plan and counted:  # the next step's focus (its masked slots, row-major) from the same read
+            focus_at = _focus_at(flags, range(len(blocks)) if win_rows is None else win, lowest + n_blocks,
+                                 block, width, values[-1])
         if done is None and n_done:
             done = own == 0 if not host_plan else masked.amax(dim=1) == constant(False, masked)
         return values, done
@@ -339,6 +362,7 @@ def decode_block_causal(
     host_plan = device.type == "cpu" and n_rows * (width + 2) <= HOST_PLAN_UP_TO
     kv_host = [0] * n_rows  # on the host plan: kv_upto's values, kept on the host (the read needs them)
     win_rows: list[int] | None = None  # on the host plan: the next window's rows (None: every live row)
+    focus_at: tuple[array, array] | None = None  # on the host plan: the next step's focus positions
     # One read of the device per step: its finished rows and the next call's layout; here for the set-up.
     done = ~masked.any(dim=1)  # rows a template fills completely cost nothing
     going = ~done
@@ -464,7 +488,7 @@ def decode_block_causal(
             everywhere[n_step] = torch.ones((n_step, block), dtype=torch.bool, device=device)
         view.__dict__["in_block"] = everywhere[n_step]
         if counted:
-            view.count_focus(c_masked, n_focus)
+            view.count_focus(c_masked, n_focus, focus_at)  # focus_at: found on the host (host plan)
             view.focus_masked = True
         decision = strategy.step(view)
         shift = None if decision.shift is None else _shift_on(decision.shift, device)

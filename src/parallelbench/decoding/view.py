@@ -10,6 +10,7 @@ N committable positions rather than O(G x V) for the whole generation region.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -279,13 +280,15 @@ class StepView:
     # strategy's `focus`: by default every position). The logits of those positions are
     # gathered into one [N, V] block, so a step pays for what it can commit, not for the
     # whole generation region.
-    def count_focus(self, focus: torch.Tensor, count: int) -> None:
+    def count_focus(self, focus: torch.Tensor, count: int, at: tuple[array, array] | None = None) -> None:
         """Set `focus` with `count` positions in it, known to the loop, so finding them reads nothing
         on the host: the exact number when the loops set the focus before the step (`positions`
         relies on it), an upper bound after it (padding after the True positions repeats position
-        (0, 0)). A strategy that sets another focus itself gets `nonzero`'s exact positions."""
+        (0, 0)). A strategy that sets another focus itself gets `nonzero`'s exact positions.
+        `at`: the positions themselves (rows, positions; int64 arrays, row-major), where the loop
+        found them on the host (a CPU focus): made tensors only if the step reads them, with no op."""
         self.focus = focus
-        self.__dict__["_counted"] = (focus, int(count))
+        self.__dict__["_counted"] = (focus, int(count), at)
         self.__dict__.pop("_where", None)
 
     @cached_property
@@ -293,6 +296,9 @@ class StepView:
         """(row, position) index of every focus position, row-major."""
         counted = self.__dict__.get("_counted")
         if counted is not None and counted[0] is self.focus:
+            at = counted[2]
+            if at is not None and len(at[0]):  # frombuffer: tensors over the loop's arrays, no aten op
+                return torch.frombuffer(at[0], dtype=torch.long), torch.frombuffer(at[1], dtype=torch.long)
             r, p = torch.nonzero_static(self.focus, size=counted[1], fill_value=0).unbind(1)
             return r, p
         return self.focus.nonzero(as_tuple=True)
