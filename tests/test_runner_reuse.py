@@ -256,6 +256,18 @@ def test_an_unknown_scoring_mode_is_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "x.db").exists()
 
 
+def _refused_option(tmp_path: Path, user_dir, model: str, option: str) -> str:
+    """`parallelbench run -m MODEL --model-opt OPTION`: the one line it exits 2 with, before any database."""
+    user_dir("my_factory_mod", FACTORY.replace("{edit}", ""))
+    result = CliRunner().invoke(app, ["run", "-m", model, "-t", TASK, "-s", "random", "--k", "1", "-n", "1",
+                                      "--model-opt", option, "--db", str(tmp_path / "x.db"), "--no-report"],
+                                env={"COLUMNS": "300"})
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert not (tmp_path / "x.db").exists()
+    return lines[0]
+
+
 @pytest.mark.parametrize("model,valid", [
     ("tiny", "batch_size, path, threads"),
     ("tiny-uniform", "batch_size, path"),
@@ -266,29 +278,17 @@ def test_an_unknown_scoring_mode_is_one_line(tmp_path: Path) -> None:
 ])
 def test_unknown_model_options_fail_in_one_line_before_loading(tmp_path: Path, user_dir, model: str,
                                                                 valid: str) -> None:
-    user_dir("my_factory_mod", FACTORY.replace("{edit}", ""))
-    result = CliRunner().invoke(app, ["run", "-m", model, "-t", TASK, "-s", "random", "--k", "1", "-n", "1",
-                                      "--model-opt", "temp=50.0", "--db", str(tmp_path / "x.db"), "--no-report"],
-                                env={"COLUMNS": "300"})
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert result.exit_code == 2 and len(lines) == 1, result.output
-    assert "unknown" in lines[0] and "temp" in lines[0] and f"valid: {valid}" in lines[0]
-    assert not (tmp_path / "x.db").exists()
+    line = _refused_option(tmp_path, user_dir, model, "temp=50.0")
+    assert "unknown" in line and "temp" in line and f"valid: {valid}" in line
 
 
 @pytest.mark.parametrize("model", ["tiny", "ideal", "api:some-model", "py:my_factory_mod:make"])
 def test_compile_for_a_model_without_a_compile_path_names_those_that_have_one(tmp_path: Path, user_dir,
                                                                              model: str) -> None:
     # issue 33: compile=true where it cannot work is one line naming the families that have a compile path
-    user_dir("my_factory_mod", FACTORY.replace("{edit}", ""))
-    result = CliRunner().invoke(app, ["run", "-m", model, "-t", TASK, "-s", "random", "--k", "1", "-n", "1",
-                                      "--model-opt", "compile=true", "--db", str(tmp_path / "x.db"), "--no-report"],
-                                env={"COLUMNS": "300"})
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert result.exit_code == 2 and len(lines) == 1, result.output
-    assert "compile=true" in lines[0] and all(f in lines[0] for f in ("LLaDA", "Dream", "SDAR", "LLaDA 2.x"))
-    assert repr(model) in lines[0]
-    assert not (tmp_path / "x.db").exists()
+    line = _refused_option(tmp_path, user_dir, model, "compile=true")
+    assert "compile=true" in line and all(f in line for f in ("LLaDA", "Dream", "SDAR", "LLaDA 2.x"))
+    assert repr(model) in line
 
 
 def test_a_factory_with_kwargs_accepts_any_option(tmp_path: Path, user_dir) -> None:
