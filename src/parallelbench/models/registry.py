@@ -42,6 +42,8 @@ _OPTIONS: dict[str, str] = {
     "api:": "parallelbench.models.api.options:OPTIONS",
 }
 
+# the model families whose loader has a compile path (model option compile=true; hf: checkpoints)
+COMPILE_FAMILIES = "LLaDA, LLaDA-MoE, Dream / DiffuCoder, SDAR / TraDo and LLaDA 2.x, through the native implementation"
 VALID_FORMS = "tiny, tiny-uniform, tiny:<dir>, tiny-uniform:<dir>, ideal, hf:<path-or-hub-id>, api:<name>, py:<module>:<function>"
 
 
@@ -153,8 +155,6 @@ def check_options(spec: str, options: dict[str, Any]) -> None:
     declared = declared_options(spec)
     unknown = sorted(set(options) - set(declared)) if declared is not None else []
     if "compile" in unknown:  # a user after speed: say where compile=true works, not only that it is unknown here
-        from parallelbench.models.hf.options import COMPILE_FAMILIES
-
         raise ModelSpecError(f"model option compile=true has a compile path only for {COMPILE_FAMILIES} "
                              f"(hf:<checkpoint>); model {spec!r} has none: drop compile=true")
     if unknown:

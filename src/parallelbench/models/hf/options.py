@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from parallelbench.models.hf.errors import HFModelError
+from parallelbench.models.registry import COMPILE_FAMILIES
 
 CACHE_MODES = ("none", "prefix", "dual", "block", "delayed")
 DELAYED_CACHE_FAMILIES = ("llada", "lladamoe", "dream")  # the native nets with d3LLM's delayed prefix cache
@@ -54,9 +55,6 @@ class HFOptions:
             raise HFModelError(f"model option batch_size={self.batch_size} is invalid: use an integer >= 1")
         if self.dtype is not None and self.dtype not in ("bfloat16", "float16", "float32", "bf16", "fp16", "fp32"):
             raise HFModelError(f"model option dtype={self.dtype!r} is invalid: use bfloat16, float16 or float32")
-
-
-COMPILE_FAMILIES = "LLaDA, LLaDA-MoE, Dream / DiffuCoder, SDAR / TraDo and LLaDA 2.x, through the native implementation"
 
 
 def compile_refused(name: str, what: str) -> HFModelError:
