@@ -44,6 +44,15 @@ _OPTIONS: dict[str, str] = {
 
 # the model families whose loader has a compile path (model option compile=true; hf: checkpoints)
 COMPILE_FAMILIES = "LLaDA, LLaDA-MoE, Dream / DiffuCoder, SDAR / TraDo and LLaDA 2.x, through the native implementation"
+
+
+def compile_refusal(name: str, what: str) -> str:
+    """The one line for compile=true given to a model without a compile path (`what` says what it
+    is), naming the families that have one: the registry's check and the hf: loader both say it."""
+    return (f"model {name!r}: option compile=true has a compile path only for {COMPILE_FAMILIES} "
+            f"(hf:<checkpoint>); this is {what}: drop compile=true")
+
+
 VALID_FORMS = "tiny, tiny-uniform, tiny:<dir>, tiny-uniform:<dir>, ideal, hf:<path-or-hub-id>, api:<name>, py:<module>:<function>"
 
 
@@ -155,8 +164,7 @@ def check_options(spec: str, options: dict[str, Any]) -> None:
     declared = declared_options(spec)
     unknown = sorted(set(options) - set(declared)) if declared is not None else []
     if "compile" in unknown:  # a user after speed: say where compile=true works, not only that it is unknown here
-        raise ModelSpecError(f"model option compile=true has a compile path only for {COMPILE_FAMILIES} "
-                             f"(hf:<checkpoint>); model {spec!r} has none: drop compile=true")
+        raise ModelSpecError(compile_refusal(spec, "a model without one"))
     if unknown:
         valid = ", ".join(sorted(declared)) or "none (it takes no options)"
         kind = spec.split(":", 1)[0]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from parallelbench.models.hf.errors import HFModelError
-from parallelbench.models.registry import COMPILE_FAMILIES
+from parallelbench.models.registry import compile_refusal
 
 CACHE_MODES = ("none", "prefix", "dual", "block", "delayed")
 DELAYED_CACHE_FAMILIES = ("llada", "lladamoe", "dream")  # the native nets with d3LLM's delayed prefix cache
@@ -59,8 +59,7 @@ class HFOptions:
 
 def compile_refused(name: str, what: str) -> HFModelError:
     """compile=true for a model without a compile path: one line naming those that have one."""
-    return HFModelError(f"'{name}': model option compile=true has a compile path only for {COMPILE_FAMILIES}; "
-                        f"this is {what}: drop compile=true")
+    return HFModelError(compile_refusal(name, what))
 
 
 def _coerce(name: str, kind: type, value: Any) -> Any:
