@@ -93,6 +93,30 @@ class Recorder:
         return out
 
 
+def block_causal_case(preset: str, blocks: str, sizes: tuple[int, int, int, int, int, int, int]):
+    """(net, strategy, prompts, block length, generator) of a replayed block-causal decode of `preset`
+    (profile_warm_step.py, cold_step.py): the stand-in with `cache=block` and one torch thread;
+    sizes = (vocab, dim, layers, heads, batch, prompt, gen). A bad preset or block length exits with
+    one line."""
+    vocab, dim, layers, heads, batch, prompt, gen = sizes
+    if preset not in current.strategy_names():
+        sys.exit(f"error: unknown preset {preset!r}; choose from {', '.join(current.strategy_names())}")
+    b = blocks.strip().lower()
+    if b != "none" and not (b.isdigit() and int(b) >= 1 and gen % int(b) == 0):
+        sys.exit(f"error: --blocks {b!r} must be 'none' or a divisor of the generation length {gen}")
+    block = gen if b == "none" else int(b)
+    torch.set_num_threads(1)
+    net = BlockCausalStandIn(vocab, dim, layers, heads, 4 * dim, "block", default_block_length=gen)
+    # the stand-in declares no DELETE / SPLIT tokens: indel-threshold gets two ids of its vocabulary
+    extra = {"delete_token": 2, "split_token": 3} if preset == "indel-threshold" else {}
+    strategy = current.build_strategy(preset, block_length=block, **extra)
+    if not strategy.supports_block_causal:
+        sys.exit(f"error: preset {preset!r} cannot decode a block-causal model; pick another with --preset")
+    g = torch.Generator().manual_seed(0)
+    prompts = [torch.randint(2, vocab, (prompt,), generator=g).tolist() for _ in range(batch)]
+    return net, strategy, prompts, block, g
+
+
 class Replay:
     """Hands back the recorded logits. With `burn` (a callable), also runs it in each call, its time
     kept in `burned`: a real forward between the engine's steps, which leaves the engine's code and

@@ -36,10 +36,9 @@ import sys
 import time
 
 import torch
-from bench_engine_paired import CLOCK, Recorder, Replay
-from bench_strategies import BlockCausalStandIn
+from bench_engine_paired import CLOCK, Recorder, Replay, block_causal_case
 
-from parallelbench.decoding import build_strategy, decode, strategy_names
+from parallelbench.decoding import decode
 
 #: op kinds the block-causal engine does not run (benchmarks/count_step_ops.py lists those it does)
 _FOREIGN = ("sin", "cos", "tan", "erf", "lgamma", "digamma", "expm1", "log1p", "sinh", "cosh", "atan", "asin",
@@ -82,8 +81,6 @@ def main() -> None:
     vocab, dim, layers, heads, batch, prompt, gen = 4096, 256, 2, 4, 8, 32, 32
     if args.quick:
         vocab, dim, layers, heads, batch, prompt, gen, args.repeats, args.sweeps = 128, 32, 1, 2, 2, 8, 8, 1, "1"
-    if args.preset not in strategy_names():
-        sys.exit(f"error: unknown preset {args.preset!r}; choose from {', '.join(strategy_names())}")
     if args.repeats < 1:
         sys.exit(f"error: --repeats {args.repeats} must be >= 1")
     try:
@@ -92,19 +89,8 @@ def main() -> None:
         sys.exit(f"error: --sweeps {args.sweeps!r} must be comma-separated whole numbers of MB, e.g. 2,8,16")
     if any(m < 1 for m in sweeps):
         sys.exit(f"error: --sweeps {args.sweeps!r}: every size must be at least 1 MB")
-    b = args.blocks.strip().lower()
-    if b != "none" and not (b.isdigit() and int(b) >= 1 and gen % int(b) == 0):
-        sys.exit(f"error: --blocks {b!r} must be 'none' or a divisor of the generation length {gen}")
-    block = gen if b == "none" else int(b)
-
-    torch.set_num_threads(1)
-    net = BlockCausalStandIn(vocab, dim, layers, heads, 4 * dim, "block", default_block_length=gen)
-    extra = {"delete_token": 2, "split_token": 3} if args.preset == "indel-threshold" else {}  # no such ids here
-    strategy = build_strategy(args.preset, block_length=block, **extra)
-    if not strategy.supports_block_causal:
-        sys.exit(f"error: preset {args.preset!r} cannot decode a block-causal model; pick another with --preset")
-    g = torch.Generator().manual_seed(0)
-    prompts = [torch.randint(2, vocab, (prompt,), generator=g).tolist() for _ in range(batch)]
+    net, strategy, prompts, block, g = block_causal_case(args.preset, args.blocks, (vocab, dim, layers, heads, batch,
+                                                                                   prompt, gen))
     burn_ids = torch.randint(2, vocab, (batch, prompt + block), generator=g)
     burns = [("nothing (warm)", None), ("a real forward", lambda: net(burn_ids))]
     burns += [(f"a data sweep of {m} MB", data_burn(m)) for m in sweeps]

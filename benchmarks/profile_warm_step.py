@@ -22,10 +22,9 @@ import sys
 import time
 
 import torch
-from bench_engine_paired import Recorder, Replay
-from bench_strategies import BlockCausalStandIn
+from bench_engine_paired import Recorder, Replay, block_causal_case
 
-from parallelbench.decoding import build_strategy, decode, strategy_names
+from parallelbench.decoding import decode
 
 
 def main() -> None:
@@ -39,24 +38,10 @@ def main() -> None:
     vocab, dim, layers, heads, batch, prompt, gen = 4096, 256, 2, 4, 8, 32, 32
     if args.quick:
         vocab, dim, layers, heads, batch, prompt, gen, args.decodes, args.top = 128, 32, 1, 2, 2, 8, 8, 2, 8
-    if args.preset not in strategy_names():
-        sys.exit(f"error: unknown preset {args.preset!r}; choose from {', '.join(strategy_names())}")
     if args.decodes < 1:
         sys.exit(f"error: --decodes {args.decodes} must be >= 1")
-    b = args.blocks.strip().lower()
-    if b != "none" and not (b.isdigit() and int(b) >= 1 and gen % int(b) == 0):
-        sys.exit(f"error: --blocks {b!r} must be 'none' or a divisor of the generation length {gen}")
-    block = gen if b == "none" else int(b)
-
-    torch.set_num_threads(1)
-    net = BlockCausalStandIn(vocab, dim, layers, heads, 4 * dim, "block", default_block_length=gen)
-    # the stand-in declares no DELETE / SPLIT tokens: indel-threshold gets two ids of its vocabulary
-    extra = {"delete_token": 2, "split_token": 3} if args.preset == "indel-threshold" else {}
-    strategy = build_strategy(args.preset, block_length=block, **extra)
-    if not strategy.supports_block_causal:
-        sys.exit(f"error: preset {args.preset!r} cannot decode a block-causal model; pick another with --preset")
-    g = torch.Generator().manual_seed(0)
-    prompts = [torch.randint(2, vocab, (prompt,), generator=g).tolist() for _ in range(batch)]
+    net, strategy, prompts, block, _ = block_causal_case(args.preset, args.blocks, (vocab, dim, layers, heads, batch,
+                                                                                   prompt, gen))
     rec = Recorder(net)
     with torch.no_grad():
         decode(rec, prompts, gen_length=gen, strategy=strategy)
