@@ -8,7 +8,7 @@ greedy, `cache=block`, 1 torch thread) and replays it with one of these between 
 
 - nothing (warm);
 - a real forward of the stand-in (what a decode does);
-- a sweep over N MB of data (an in-place square root over a float32 buffer: one op kind, so it
+- a sweep over N MB of data (an in-place absolute value over a float32 buffer: one op kind, so it
   evicts data and barely any code);
 - the first call of 40 torch op kinds the engine does not use, on 4-element tensors (it evicts
   code and dispatcher paths, and barely any data);
